@@ -1,0 +1,100 @@
+"""Command line: argparse built from the command registry; main(argv) -> exit code.
+The only place that prints results and decides the process exit status."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from trainproof import __version__
+from trainproof.commands import Command, registry
+from trainproof.model import ExitCode, InputError, ReportSet
+from trainproof.render import write_outputs
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        where = self.prog.removeprefix("trainproof").strip()
+        raise InputError(f"{where}: {message}" if where else message)
+
+
+def _map_pair(text: str) -> tuple[str, str]:
+    canon, sep, col = text.partition("=")
+    if not sep or not canon.strip() or not col.strip():
+        raise argparse.ArgumentTypeError(f"expected CANONICAL=COLUMN, got {text!r}")
+    return canon.strip(), col.strip()
+
+
+def _add_shared(p: argparse.ArgumentParser, cmd: Command) -> None:
+    out = p.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print one JSON document (schema_version 3)")
+    out.add_argument("--sarif", metavar="PATH", help="also write SARIF 2.1.0 for code scanning")
+    out.add_argument("--html", metavar="PATH", nargs="?", const="trainproof-report.html",
+                     help="also write a self-contained HTML report (default trainproof-report.html)")
+    out.add_argument("--github", action="store_true",
+                     help="also print GitHub Actions workflow annotations")
+    out.add_argument("--junit", metavar="PATH", help="also write a JUnit XML report")
+    if cmd.log_input:
+        from trainproof.parsers import FORMATS
+
+        p.add_argument("--format", default="auto", choices=["auto", *FORMATS],
+                       help="log format (default: sniffed from name and content)")
+        p.add_argument("--map", action="append", default=[], type=_map_pair,
+                       metavar="CANONICAL=COLUMN", help="name a metric's column (repeatable)")
+
+
+def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
+    parser = _Parser(prog="trainproof", description="A deterministic linter for ML training runs.")
+    parser.add_argument("--version", action="version", version=f"trainproof {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for cmd in commands:
+        p = sub.add_parser(cmd.name, aliases=list(cmd.aliases), help=cmd.help, description=cmd.help)
+        cmd.add_arguments(p)
+        _add_shared(p, cmd)
+        p.set_defaults(_cmd=cmd)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = registry()
+    parser = build_parser(commands)
+    try:
+        args = parser.parse_args(argv)
+    except InputError as exc:
+        print(f"trainproof: error: {exc}", file=sys.stderr)
+        return int(ExitCode.CANNOT_JUDGE)
+    except SystemExit as exc:  # --help / --version
+        return int(exc.code or 0)
+    if getattr(args, "_cmd", None) is None:
+        parser.print_help(sys.stderr)
+        return int(ExitCode.CANNOT_JUDGE)
+    cmd: Command = args._cmd
+    if hasattr(args, "map"):
+        args.map = dict(args.map)
+    try:
+        result = cmd.run(args)
+    except InputError as exc:
+        result = ReportSet(cmd.name, error=str(exc))
+    except KeyboardInterrupt:
+        print("trainproof: interrupted", file=sys.stderr)
+        return int(ExitCode.CANNOT_JUDGE)
+    except Exception as exc:  # the contract: an internal error is exit 2 and one line
+        result = ReportSet(cmd.name, error=f"internal error: {type(exc).__name__}: {exc}")
+    if isinstance(result, str):
+        sys.stdout.write(result if result.endswith("\n") else result + "\n")
+        return int(ExitCode.OK)
+    return _emit(result, args)
+
+
+def _emit(rs: ReportSet, args: argparse.Namespace) -> int:
+    try:
+        write_outputs(rs, args, sys.stdout)
+    except OSError as exc:
+        print(f"trainproof: error: cannot write output: {exc}", file=sys.stderr)
+        return int(ExitCode.CANNOT_JUDGE)
+    if rs.error is not None:
+        print(f"trainproof: error: {rs.error}", file=sys.stderr)
+    return int(rs.exit_code)
+

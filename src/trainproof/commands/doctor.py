@@ -1,0 +1,87 @@
+"""`trainproof doctor [PATH]`: zero-config autopsy. Discover every training log under
+PATH, judge each, triage FAIL > WARN > NOT-CHECKED > PASS; with --baseline, add the
+compare findings of each log against it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from trainproof.commands.common import load
+from trainproof.discover import discover
+from trainproof.engine import judge_pair, judge_run
+from trainproof.model import InputError, Location, Report, ReportSet, Run
+from trainproof.parsers import read_run
+from trainproof.rules import status as S
+from trainproof.rules.compare import Pair
+
+NAME = "doctor"
+ALIASES = ("diagnose",)
+HELP = "find every training log under PATH and judge each"
+LOG_INPUT = True
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", metavar="PATH", nargs="?", default=".", help="file or directory (default .)")
+    p.add_argument("--baseline", metavar="FILE", help="also compare every log against this known-good run")
+    p.add_argument("--max-logs", type=int, default=500, metavar="N",
+                   help="judge at most N logs; the rest are listed as not judged (default 500)")
+
+
+def _display(p: Path, root: Path, given: str) -> str:
+    if p == root:
+        return given
+    rel = p.relative_to(root)
+    return str(Path(given) / rel)
+
+
+def _unreadable(path: str, fmt: str, why: str) -> Report:
+    return Report(subject=path, format=fmt, required=False,
+                  findings=(S.NO_RECORDS.finding(Location(path), detail=why),))
+
+
+def _with_baseline(single: Report, run: Run, baseline: Run, base_report: Report) -> Report:
+    cmp = judge_pair(Pair(baseline, run), base_report)
+    return Report(subject=single.subject, format=single.format, records=single.records,
+                  span=single.span, notes=single.notes, required=False,
+                  findings=single.findings + cmp.findings,
+                  ran=single.ran + tuple(f"compare:{c}" for c in cmp.ran),
+                  skipped={**single.skipped, **{f"compare:{k}": v for k, v in cmp.skipped.items()}})
+
+
+def run(args: argparse.Namespace) -> ReportSet:
+    root = Path(args.path)
+    if not root.exists():
+        raise InputError(f"{args.path}: no such file or directory")
+    if args.max_logs < 1:
+        raise InputError("--max-logs must be at least 1")
+    baseline = load(args.baseline, args) if args.baseline else None
+    base_report = judge_run(baseline) if baseline is not None else None
+    if root.is_file():
+        found_logs = [(root, None)]
+        not_judged: list[tuple[Path, str]] = []
+    else:
+        found = discover(root, args.max_logs)
+        found_logs = [(p, f.name) for p, f in found.logs]
+        not_judged = found.not_judged
+    base_path = Path(args.baseline).resolve() if args.baseline else None
+    reports = []
+    for p, fmt in found_logs:
+        shown = _display(p, root, args.path)
+        if base_path is not None and p.resolve() == base_path:
+            not_judged.append((p, "the baseline itself"))
+            continue
+        try:
+            r = read_run(p, fmt or getattr(args, "format", "auto"), args.map, display=shown)
+        except InputError as exc:
+            reports.append(_unreadable(shown, fmt or "?", str(exc)))
+            continue
+        single = judge_run(r, required=False)
+        if baseline is not None and base_report is not None:
+            single = _with_baseline(single, r, baseline, base_report)
+        reports.append(single)
+    if not reports and not not_judged:
+        raise InputError(f"{args.path}: no training logs found (looked for: "
+                         "trainer_state.json, Coqui logs, TensorBoard event files, JSONL/CSV metrics)")
+    skipped = [{"file": _display(p, root, args.path), "reason": why} for p, why in not_judged]
+    return ReportSet(NAME, tuple(reports), tables={"not_judged": skipped})

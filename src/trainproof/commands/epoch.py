@@ -1,0 +1,21 @@
+"""`trainproof epoch LOG`: the single-run verdict on one log (or TensorBoard run dir)."""
+
+from __future__ import annotations
+
+import argparse
+
+from trainproof.commands.common import load
+from trainproof.engine import judge_run
+from trainproof.model import ReportSet
+
+NAME = "epoch"
+HELP = "judge one training log (single-run rules)"
+LOG_INPUT = True
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("log", metavar="LOG", help="a log file or a TensorBoard run directory")
+
+
+def run(args: argparse.Namespace) -> ReportSet:
+    return ReportSet(NAME, (judge_run(load(args.log, args)),))

@@ -1,0 +1,93 @@
+"""Finding training logs under a directory for `doctor`, asking the format registry
+what each file is (there is no second list of log patterns here). Every candidate
+ends up judged or listed as not judged with its reason."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trainproof.parsers import FORMATS, detect
+from trainproof.parsers.base import Format
+
+# Directories that hold installed code or caches, never a user's training logs.
+SKIP_DIRS = frozenset({"site-packages", "dist-packages", "node_modules", "__pycache__",
+                       "venv", "virtualenv"})
+# Files whose name alone says they are not logs (weights, media, archives, code).
+NOT_LOGS = re.compile(
+    r"\.(pt|pth|bin|safetensors|ckpt|onnx|npy|npz|pkl|pickle|h5|arrow|parquet|msgpack|"
+    r"png|jpe?g|gif|webp|svg|wav|flac|mp3|ogg|opus|mp4|zip|gz|tgz|bz2|xz|zst|tar|7z|"
+    r"py|pyc|so|dll|dylib|exe|md|rst|html?|css|js|ts|yaml|yml|toml|cfg|ini|lock|model|"
+    r"vocab|spm|sarif)$", re.IGNORECASE)
+_CHECKPOINT = re.compile(r"checkpoint-(\d+)$")
+
+
+@dataclass
+class Discovery:
+    logs: list[tuple[Path, Format]] = field(default_factory=list)
+    not_judged: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def _skip_dir(d: Path, name: str) -> bool:
+    return (name.startswith(".") or name in SKIP_DIRS or name.endswith(".egg-info")
+            or (d / name / "pyvenv.cfg").exists())
+
+
+def discover(root: Path, max_logs: int) -> Discovery:
+    found = Discovery()
+    dir_formats = [f for f in FORMATS.values() if f.directory]
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        here = Path(dirpath)
+        dirnames[:] = sorted(n for n in dirnames if not _skip_dir(here, n))
+        fmt = detect(here) if dir_formats else None
+        if fmt is not None and fmt.directory:
+            found.logs.append((here, fmt))
+            dirnames[:] = [n for n in dirnames if detect(here / n) is None]
+            continue
+        for name in sorted(filenames):
+            if NOT_LOGS.search(name):
+                continue
+            p = here / name
+            if not p.is_file() or p.is_symlink():
+                continue
+            f = detect(p)
+            if f is not None and not f.directory:
+                found.logs.append((p, f))
+    _fold_checkpoints(found)
+    if len(found.logs) > max_logs:
+        for p, _ in found.logs[max_logs:]:
+            found.not_judged.append((p, f"cap reached: only the first {max_logs} logs are judged "
+                                        "(raise --max-logs)"))
+        found.logs = found.logs[:max_logs]
+    return found
+
+
+def _fold_checkpoints(found: Discovery) -> None:
+    """HF writes checkpoint-N/trainer_state.json as prefixes of the run: judge the
+    run's own trainer_state.json, or the latest checkpoint when there is none."""
+    states = {p for p, f in found.logs if p.name == "trainer_state.json"}
+    latest: dict[Path, tuple[int, Path]] = {}
+    for p in states:
+        m = _CHECKPOINT.match(p.parent.name)
+        if m is None:
+            continue
+        run_dir = p.parent.parent
+        if (run_dir / "trainer_state.json") in states:
+            continue
+        n = int(m.group(1))
+        if run_dir not in latest or n > latest[run_dir][0]:
+            latest[run_dir] = (n, p)
+    keep = []
+    for p, f in found.logs:
+        m = _CHECKPOINT.match(p.parent.name) if p in states else None
+        if m is not None:
+            run_dir = p.parent.parent
+            own = run_dir / "trainer_state.json"
+            chosen = own if own in states else latest[run_dir][1]
+            if p != chosen:
+                found.not_judged.append((p, f"checkpoint snapshot, a prefix of {chosen}"))
+                continue
+        keep.append((p, f))
+    found.logs = keep

@@ -1,0 +1,96 @@
+"""Applies a rule group's checks to a subject and accounts for every check: it ran,
+or it was skipped with a typed reason. Also turns a judged run into a Report with
+its outcome statement (TP-PASS / TP-NO-LOSS / ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainproof.model import Finding, Level, Location, Report, Run, Skip, SkipKind
+from trainproof.rules import checks
+from trainproof.rules import status as S
+from trainproof.rules.compare import BAD_BASELINE, Pair, comparable
+
+
+@dataclass
+class Outcome:
+    findings: list[Finding] = field(default_factory=list)
+    ran: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def apply(group: str, subject: Any, only: Iterable[str] | None = None) -> Outcome:
+    """Run every check of `group` on `subject`. A check that raises is recorded as
+    skipped (checker failed) rather than taking the whole report down."""
+    wanted = set(only) if only is not None else None
+    out = Outcome()
+    for c in checks(group):
+        if wanted is not None and c.name not in wanted:
+            out.skipped[c.name] = str(Skip(SkipKind.NOT_REQUESTED, "not requested"))
+            continue
+        try:
+            result = c.judge(subject)
+            result = result if isinstance(result, Skip) else list(result)
+        except Exception as exc:  # a bug in one check must not hide the others
+            result = Skip(SkipKind.FAILED, f"checker failed: {type(exc).__name__}: {exc}")
+        if isinstance(result, Skip):
+            out.skipped[c.name] = str(result)
+        else:
+            out.ran.append(c.name)
+            out.findings.extend(result)
+    return out
+
+
+def _joined(names: Iterable[str]) -> str:
+    return ", ".join(names) or "none"
+
+
+def _skipped_text(skipped: dict[str, str]) -> str:
+    return "; ".join(f"{k} ({v})" for k, v in sorted(skipped.items())) or "none"
+
+
+def judge_run(run: Run, required: bool = True) -> Report:
+    """The single-run verdict on one parsed log."""
+    base = dict(subject=run.path, format=run.format, records=run.records,
+                span=run.step_span, notes=run.notes, required=required)
+    loc = Location(run.path)
+    if run.records == 0 or not any(len(s) for s in run.series.values()):
+        detail = "no numeric records could be read" + (f" ({run.notes[0]})" if run.notes else "")
+        return Report(findings=(S.NO_RECORDS.finding(loc, detail=detail),), **base)
+    if run.get("loss") is None:
+        cols = ", ".join(run.columns) or "none"
+        return Report(findings=(S.NO_LOSS.finding(loc, columns=cols),), **base)
+    out = apply("single_run", run)
+    findings = list(out.findings)
+    if not out.ran:
+        findings.append(S.NOT_CHECKED.finding(loc, skipped=_skipped_text(out.skipped)))
+    elif not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
+        n = len(run.series["loss"])
+        findings.append(S.PASS.finding(loc, n=n, ran=_joined(sorted(out.ran)),
+                                       skipped=_skipped_text(out.skipped)))
+    return Report(findings=tuple(findings), ran=tuple(sorted(out.ran)),
+                  skipped=dict(sorted(out.skipped.items())), **base)
+
+
+def judge_pair(pair: Pair, baseline_report: Report | None = None) -> Report:
+    """Compare findings for one run against the baseline."""
+    loc = Location(pair.run.path)
+    base = dict(subject=pair.run.path, format=pair.run.format, records=pair.run.records,
+                span=pair.run.step_span, kind="compare")
+    why = comparable(pair)
+    if why is not None:
+        return Report(findings=(S.CMP_UNCOMPARABLE.finding(loc, detail=why),), **base)
+    out = apply("compare", pair)
+    findings = list(out.findings)
+    if baseline_report is not None and baseline_report.verdict.value in ("FAIL", "WARN"):
+        ids = sorted({f.rule_id for f in baseline_report.findings
+                      if f.level in (Level.FAIL, Level.WARN)})
+        findings.append(BAD_BASELINE.finding(Location(pair.baseline.path), path=pair.baseline.path,
+                                             verdict=baseline_report.verdict.value,
+                                             ids=", ".join(ids)))
+    if not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
+        findings.append(S.CMP_PASS.finding(loc, ran=_joined(out.ran),
+                                           skipped=_skipped_text(out.skipped)))
+    return Report(findings=tuple(findings), ran=tuple(out.ran), skipped=out.skipped, **base)

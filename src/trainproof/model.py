@@ -1,0 +1,191 @@
+"""The value types every layer shares: series and runs (measured), findings and
+reports (judged), and the two derived facts users gate on — a report's verdict
+and a report set's exit code — each computed in exactly one place."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+class Level(str, enum.Enum):
+    """How much a single finding weighs."""
+
+    FAIL = "FAIL"
+    WARN = "WARN"
+    INFO = "INFO"
+    PASS = "PASS"
+    NOT_CHECKED = "NOT-CHECKED"
+
+
+class Verdict(str, enum.Enum):
+    """A report's overall answer. `rank` orders triage: FAIL first."""
+
+    FAIL = "FAIL"
+    WARN = "WARN"
+    NOT_CHECKED = "NOT-CHECKED"
+    PASS = "PASS"
+
+    @property
+    def rank(self) -> int:
+        return _VERDICT_RANK[self]
+
+
+_VERDICT_RANK = {Verdict.FAIL: 0, Verdict.WARN: 1, Verdict.NOT_CHECKED: 2, Verdict.PASS: 3}
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0  # judged, no FAIL (WARN allowed)
+    FAIL = 1  # judged, at least one FAIL about the user's run
+    CANNOT_JUDGE = 2  # missing/unreadable input, nothing checkable, usage or internal error
+
+
+class SkipKind(str, enum.Enum):
+    """Why a check did not run. Decided where the check decides it, never parsed from prose."""
+
+    NO_DATA = "no data"
+    TOO_FEW = "too few points"
+    DEGENERATE = "degenerate data"
+    NOT_REQUESTED = "not requested"
+    FAILED = "checker failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    kind: SkipKind
+    detail: str
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One metric of one run: steps sorted ascending, unique; NaN/Inf kept as evidence."""
+
+    name: str
+    steps: np.ndarray
+    values: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.values.size)
+
+    @property
+    def finite(self) -> np.ndarray:
+        return np.isfinite(self.values)
+
+    def finite_only(self) -> Series:
+        mask = self.finite
+        if mask.all():
+            return self
+        return Series(self.name, self.steps[mask], self.values[mask])
+
+
+@dataclass(frozen=True)
+class Run:
+    """A training log reduced to canonical series plus what the parser noticed."""
+
+    path: str
+    format: str
+    series: Mapping[str, Series]
+    records: int
+    columns: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    meta: Mapping[str, object] = field(default_factory=dict)
+
+    def get(self, name: str) -> Series | None:
+        s = self.series.get(name)
+        return s if s is not None and len(s) else None
+
+    @property
+    def step_span(self) -> tuple[float, float] | None:
+        spans = [(s.steps[0], s.steps[-1]) for s in self.series.values() if len(s)]
+        if not spans:
+            return None
+        return float(min(a for a, _ in spans)), float(max(b for _, b in spans))
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    file: str
+    step: float | None = None
+    line: int | None = None
+
+
+Evidence = Mapping[str, "float | int | str | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    rule_id: str
+    level: Level
+    message: str
+    evidence: str
+    values: Evidence
+    location: Location
+    source: str = "single_run"
+
+
+@dataclass(frozen=True)
+class Report:
+    """What one subject (a log, a comparison, a dataset, a machine) was found to be."""
+
+    subject: str
+    format: str
+    findings: tuple[Finding, ...]
+    ran: tuple[str, ...] = ()
+    skipped: Mapping[str, str] = field(default_factory=dict)
+    records: int = 0
+    span: tuple[float, float] | None = None
+    notes: tuple[str, ...] = ()
+    required: bool = True  # False for what doctor discovered on its own
+    kind: str = "run"
+
+    @property
+    def verdict(self) -> Verdict:
+        levels = {f.level for f in self.findings}
+        if Level.FAIL in levels:
+            return Verdict.FAIL
+        if Level.WARN in levels:
+            return Verdict.WARN
+        if Level.NOT_CHECKED in levels or not self.ran:
+            return Verdict.NOT_CHECKED
+        return Verdict.PASS
+
+
+@dataclass(frozen=True)
+class ReportSet:
+    command: str
+    reports: tuple[Report, ...] = ()
+    error: str | None = None
+    tables: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def worst_verdict(self) -> Verdict | None:
+        if self.error is not None or not self.reports:
+            return None
+        return min((r.verdict for r in self.reports), key=lambda v: v.rank)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """0/1/2 as CONTRACTS.md states; FAIL outranks could-not-judge."""
+        if self.error is not None or not self.reports:
+            return ExitCode.CANNOT_JUDGE
+        verdicts = [r.verdict for r in self.reports]
+        if Verdict.FAIL in verdicts:
+            return ExitCode.FAIL
+        if any(r.verdict is Verdict.NOT_CHECKED and r.required for r in self.reports):
+            return ExitCode.CANNOT_JUDGE
+        if all(v is Verdict.NOT_CHECKED for v in verdicts):
+            return ExitCode.CANNOT_JUDGE
+        return ExitCode.OK
+
+    def triaged(self) -> tuple[Report, ...]:
+        return tuple(sorted(self.reports, key=lambda r: r.verdict.rank))
+
+
+class InputError(Exception):
+    """The input cannot be judged: one line for the user, exit 2, never a traceback."""

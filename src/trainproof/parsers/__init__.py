@@ -1,0 +1,130 @@
+"""The format registry: every log format trainproof reads, with a cheap sniff
+(file name + first KiBs) that `--format auto` and `doctor` both use, and the one
+function that turns a reader's columns into a canonical Run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from trainproof.model import InputError, Run, Series
+from trainproof.parsers import coqui, csvlog, hf, jsonl
+from trainproof.parsers.base import Format, RawLog, read_text_head
+from trainproof.parsers.columns import CANONICAL, choose
+
+FORMATS: dict[str, Format] = {}
+DirSniff = Callable[[Path], bool]
+_DIR_SNIFFS: dict[str, DirSniff] = {}
+
+
+def register(fmt: Format, sniff_dir: DirSniff | None = None) -> None:
+    FORMATS[fmt.name] = fmt
+    if sniff_dir is not None:
+        _DIR_SNIFFS[fmt.name] = sniff_dir
+
+
+register(Format(hf.NAME, hf.sniff, hf.read, "HuggingFace Trainer trainer_state.json"))
+register(Format(coqui.NAME, coqui.sniff, coqui.read, "Coqui Trainer text log (trainer_0_log.txt)"))
+register(Format(jsonl.NAME, jsonl.sniff, jsonl.read, "JSON Lines, one metrics object per line"))
+register(Format(csvlog.NAME, csvlog.sniff, csvlog.read, "CSV/TSV with a header row"))
+
+
+def _load_optional() -> None:
+    """Formats in modules with heavier imports register themselves when present."""
+    try:
+        from trainproof.parsers import tfevents
+    except ImportError:
+        return
+    tfevents.register_into(register)
+
+
+_load_optional()
+
+
+def detect(path: Path) -> Format | None:
+    """The registered format that claims this path, or None."""
+    if path.is_dir():
+        for name, sniff_dir in _DIR_SNIFFS.items():
+            if sniff_dir(path):
+                return FORMATS[name]
+        return None
+    try:
+        head = read_text_head(path)
+    except OSError:
+        return None
+    for fmt in FORMATS.values():
+        if not fmt.directory and fmt.sniff(path.name, head):
+            return fmt
+    return None
+
+
+def resolve(path: Path, fmt_name: str = "auto") -> Format:
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
+    if fmt_name != "auto":
+        if fmt_name not in FORMATS:
+            raise InputError(f"unknown --format {fmt_name!r}; known: auto, {', '.join(FORMATS)}")
+        return FORMATS[fmt_name]
+    fmt = detect(path)
+    if fmt is None:
+        kind = "directory holds no recognised log" if path.is_dir() else "not a recognised log format"
+        raise InputError(f"{path}: {kind}; pass --format ({', '.join(FORMATS)})")
+    return fmt
+
+
+def read_run(path: Path, fmt_name: str = "auto", mapping: Mapping[str, str] | None = None,
+             display: str | None = None) -> Run:
+    """Read one log (file or run directory) into a Run. Raises InputError on bad input."""
+    fmt = resolve(path, fmt_name)
+    try:
+        raw = fmt.read(path)
+    except InputError:
+        raise
+    except (OSError, UnicodeDecodeError, MemoryError) as exc:
+        raise InputError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
+    return build_run(display or str(path), fmt.name, raw, mapping or {})
+
+
+def build_run(path: str, fmt: str, raw: RawLog, mapping: Mapping[str, str]) -> Run:
+    for canon, col in mapping.items():
+        if canon not in CANONICAL:
+            raise InputError(f"--map {canon}={col}: unknown metric; known: {', '.join(CANONICAL)}")
+        if col not in raw.columns:
+            found = ", ".join(sorted(raw.columns)) or "none"
+            raise InputError(f"--map {canon}={col}: no column {col!r} in {path} (found: {found})")
+    chosen = choose(raw.columns, mapping)
+    notes = list(raw.notes)
+    series: dict[str, Series] = {}
+    for canon, col in chosen.items():
+        if canon == "step" or col not in raw.columns:
+            continue
+        steps, values = raw.columns[col]
+        s, dropped, nan_steps = _ordered(canon, steps, values)
+        series[canon] = s
+        if dropped:
+            notes.append(f"{dropped} '{col}' point(s) at a repeated step replaced by the later "
+                         "record (a resumed run writes its overlap again)")
+        if nan_steps:
+            notes.append(f"{nan_steps} '{col}' point(s) without a usable step ignored")
+    columns = tuple(sorted(raw.columns))
+    records = raw.records if series or raw.records else 0
+    return Run(path=path, format=fmt, series=series, records=records, columns=columns,
+               notes=tuple(notes), meta=dict(raw.meta))
+
+
+def _ordered(name: str, steps: np.ndarray, values: np.ndarray) -> tuple[Series, int, int]:
+    """Sort by step; at repeated steps the later write wins."""
+    nan_steps = 0
+    if np.isnan(steps).any():
+        keep = ~np.isnan(steps)
+        nan_steps = int((~keep).sum())
+        steps, values = steps[keep], values[keep]
+    if steps.size < 2 or bool(np.all(steps[1:] > steps[:-1])):
+        return Series(name, steps, values), 0, nan_steps
+    order = np.argsort(steps, kind="stable")
+    s, v = steps[order], values[order]
+    last = np.ones(s.size, dtype=bool)
+    last[:-1] = s[1:] != s[:-1]
+    return Series(name, s[last], v[last]), int((~last).sum()), nan_steps

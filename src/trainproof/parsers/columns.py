@@ -1,0 +1,89 @@
+"""Column names: the spellings real trainers write, mapped to canonical metrics.
+
+A raw name is normalised (lower case; '/', '-', '.', ' ' become '_'), then looked up
+in one alias table. When several raw columns map to one canonical metric, the one
+listed first wins (per-step before per-epoch, train before anything else)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+# canonical -> normalised aliases, most preferred first
+ALIASES: Mapping[str, tuple[str, ...]] = {
+    "loss": (
+        "loss", "train_loss", "training_loss", "loss_train", "train_loss_step", "train_loss_iter",
+        "trainer_loss", "lm_loss", "train_lm_loss", "loss_step", "train_iterstats_loss",
+        "trainiterstats_loss", "train_loss_epoch", "epoch_loss_train", "train_epoch_loss",
+        "metrics_loss", "metrics_train_loss", "total_loss", "train_total_loss",
+    ),
+    "eval_loss": (
+        "eval_loss", "val_loss", "validation_loss", "test_loss", "loss_val", "loss_eval",
+        "loss_validation", "loss_test", "val_loss_epoch", "val_loss_step", "valid_loss",
+        "evalstats_avg_loss", "eval_avg_loss", "validation_epoch_loss", "epoch_val_loss",
+        "eval_lm_loss", "metrics_eval_loss", "metrics_val_loss",
+    ),
+    "lr": (
+        "lr", "learning_rate", "current_lr", "train_learning_rate", "train_lr", "lr_group0",
+        "lr_0", "optimizer_lr", "lr_adamw", "lr_adam", "lr_sgd", "lr_adafactor",
+        "learning_rate_0", "metrics_lr", "metrics_learning_rate", "epoch_learning_rate",
+    ),
+    "grad_norm": (
+        "grad_norm", "gnorm", "gradient_norm", "grad_l2", "grad_norm_total", "train_grad_norm",
+        "grad_2_0_norm_total", "total_grad_norm", "global_grad_norm", "metrics_grad_norm",
+    ),
+    "step": (
+        "step", "global_step", "iter", "iteration", "train_global_step", "trainer_global_step",
+        "_step", "num_steps", "steps",
+    ),
+    "time": ("time", "timestamp", "elapsed", "_timestamp", "wall_time", "_runtime"),
+    "step_time": (
+        "step_time", "seconds_per_step", "time_per_step", "iteration_time", "train_step_time",
+        "elapsed_time_per_iteration", "batch_time", "metrics_step_time",
+    ),
+    "loader_time": ("loader_time", "data_time", "dataloader_time", "train_loader_time"),
+    "gpu_util": ("gpu_util", "gpu_utilization", "gpu_util_percent", "system_gpu_util"),
+    "epoch": ("epoch", "epochs", "train_epoch"),
+}
+
+_SEP = re.compile(r"[/\-. ]+")
+_INDEX: dict[str, tuple[str, int]] = {
+    alias: (canon, rank) for canon, aliases in ALIASES.items() for rank, alias in enumerate(aliases)
+}
+CANONICAL = tuple(ALIASES)
+
+
+def normalise(raw: str) -> str:
+    return _SEP.sub("_", raw.strip().lower()).strip("_") or raw
+
+
+def canonical(raw: str) -> tuple[str, int] | None:
+    """(canonical name, preference rank) for a raw column, or None if unrecognised."""
+    return _INDEX.get(normalise(raw))
+
+
+def is_step(raw: str) -> bool:
+    hit = canonical(raw)
+    return hit is not None and hit[0] == "step"
+
+
+def looks_like_metric(raw: str) -> bool:
+    """Cheap test used by sniffers: does a column name look like a training metric?"""
+    hit = canonical(raw)
+    return hit is not None and hit[0] in ("loss", "eval_loss", "lr", "grad_norm")
+
+
+def choose(raw_names: Iterable[str], mapping: Mapping[str, str]) -> dict[str, str]:
+    """canonical -> raw column, applying --map first, then the alias table."""
+    raw_names = list(raw_names)
+    chosen: dict[str, tuple[int, str]] = {}
+    for raw in raw_names:
+        hit = canonical(raw)
+        if hit is None:
+            continue
+        canon, rank = hit
+        if canon not in chosen or rank < chosen[canon][0]:
+            chosen[canon] = (rank, raw)
+    out = {canon: raw for canon, (_, raw) in chosen.items()}
+    out.update(mapping)
+    return out

@@ -1,0 +1,98 @@
+"""CSV and TSV metric logs (Lightning's metrics.csv, Keras' CSVLogger, hand-written).
+
+The dialect is sniffed; empty cells are missing values, not errors (Lightning writes
+step rows and epoch rows with different columns filled); numbers written as
+strings are numbers. Rows are converted column-wise in blocks."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from trainproof.model import InputError
+from trainproof.parsers.base import Columns, RawLog, require_file
+from trainproof.parsers.columns import looks_like_metric
+from trainproof.parsers.numeric import to_float_array
+from trainproof.parsers.rows import find_step_key
+
+NAME = "csv"
+BLOCK_ROWS = 100_000
+csv.field_size_limit(16 << 20)
+
+
+def _dialect(sample: str) -> type[csv.Dialect] | csv.Dialect:
+    try:
+        return csv.Sniffer().sniff(sample, delimiters=",\t;|")
+    except csv.Error:
+        return csv.excel_tab if sample.count("\t") > sample.count(",") else csv.excel
+
+
+def sniff(name: str, head: bytes) -> bool:
+    if not name.endswith((".csv", ".tsv")):
+        return False
+    text = head.decode("utf-8", "replace")
+    first = text.splitlines()[0] if text else ""
+    header = next(csv.reader([first], _dialect(text[:4096])), [])
+    return any(looks_like_metric(h) for h in header)
+
+
+def read(path: Path) -> RawLog:
+    require_file(path)
+    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+        sample = fh.read(65536)
+        if "\x00" in sample:
+            raise InputError(f"{path}: binary data, not a CSV log")
+        fh.seek(0)
+        reader = csv.reader(fh, _dialect(sample))
+        header = next(reader, None)
+        if not header:
+            return RawLog({}, 0, notes=["empty file"])
+        header = [h.strip() for h in header]
+        step_key = find_step_key(set(header))
+        cols, records, ragged = Columns(), 0, 0
+        while True:
+            block = [r for _, r in zip(range(BLOCK_ROWS), reader, strict=False)]
+            if not block:
+                break
+            ragged += _add_block(block, header, step_key, records, cols)
+            records += len(block)
+    notes = cols.bad_notes()
+    if ragged:
+        notes.append(f"{ragged} row(s) with more cells than the header; extra cells ignored")
+    return RawLog(cols.arrays(), records, notes=notes, step_column=step_key)
+
+
+def _add_block(block: list[list[str]], header: list[str], step_key: str | None,
+               first: int, cols: Columns) -> int:
+    width = len(header)
+    ragged = sum(1 for r in block if len(r) > width)
+    padded = [r if len(r) == width else (r + [""] * width)[:width] for r in block]
+    columns = list(zip(*padded, strict=True)) if padded else []
+    steps = np.arange(first, first + len(block), dtype=np.float64)
+    if step_key is not None:
+        sv, sok = _cells(columns[header.index(step_key)])
+        steps = np.where(sok, sv, np.nan)
+        # rows with no step inherit the previous one (epoch rows in Lightning carry it anyway)
+        have = ~np.isnan(steps)
+        if not have.all():
+            carry = np.where(have, np.arange(len(steps)), -1)
+            np.maximum.accumulate(carry, out=carry)
+            index = np.arange(first, first + len(block), dtype=np.float64)
+            steps = np.where(carry >= 0, steps[np.maximum(carry, 0)], index)
+    for name, cells in zip(header, columns, strict=True):
+        if name == step_key or not name:
+            continue
+        vals, ok = _cells(cells)
+        present = np.fromiter((c.strip() != "" for c in cells), dtype=bool, count=len(cells))
+        bad = present & ~ok
+        if ok.any():
+            cols.extend(name, steps[ok], vals[ok])
+            if bad.any():
+                cols.reject(name, int(bad.sum()))
+    return ragged
+
+
+def _cells(cells: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    return to_float_array([c if c.strip() else None for c in cells])

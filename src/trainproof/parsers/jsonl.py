@@ -1,0 +1,144 @@
+"""JSON Lines training logs: one object per line, streamed in blocks.
+
+Banner lines, non-object lines and a half-written last line are counted and
+reported, never fatal. Nested objects ({"metrics": {"loss": ...}}) are flattened
+to "metrics/loss". Memory stays proportional to the points kept: each block's
+decoded rows are turned into columns and dropped before the next block."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainproof.parsers.base import Columns, RawLog, require_file
+from trainproof.parsers.columns import looks_like_metric
+from trainproof.parsers.jsonutil import loads
+from trainproof.parsers.rows import add_rows, find_step_key, flatten
+
+NAME = "jsonl"
+BLOCK = 8 << 20
+MAX_LINE = 64 << 20  # a longer "line" is not a log record; skip it instead of buffering it
+
+
+@dataclass
+class _Tally:
+    records: int = 0
+    non_object: int = 0
+    malformed: int = 0
+    oversized: int = 0
+
+
+def sniff(name: str, head: bytes) -> bool:
+    if name.endswith((".json",)) and b'"log_history"' in head:
+        return False
+    for line in head.splitlines()[:20]:
+        line = line.strip()
+        if not line.startswith(b"{"):
+            continue
+        try:
+            row = loads(line)
+        except (ValueError, UnicodeDecodeError):
+            return False
+        return isinstance(row, dict) and any(looks_like_metric(k) for k in flatten(row))
+    return False
+
+
+def _decode_lines(lines: list[bytes], tally: _Tally) -> list[dict[str, Any]]:
+    body = [ln for ln in lines if ln.strip()]
+    if not body:
+        return []
+    try:  # one C call for the whole block when every line is a clean object
+        rows = loads(b"[" + b",".join(body) + b"]")
+        if all(type(r) is dict for r in rows):
+            return rows
+    except (ValueError, UnicodeDecodeError):
+        pass
+    rows = []
+    for ln in body:
+        s = ln.strip()
+        if not s.startswith(b"{"):
+            tally.non_object += 1
+            continue
+        try:
+            r = loads(s)
+        except (ValueError, UnicodeDecodeError):
+            tally.malformed += 1
+            continue
+        if type(r) is dict:
+            rows.append(r)
+        else:
+            tally.non_object += 1
+    return rows
+
+
+def read(path: Path) -> RawLog:
+    require_file(path)
+    cols, tally = Columns(), _Tally()
+    step_key: str | None = None
+    decided = False
+    half_written = False
+
+    def take(rows: list[dict[str, Any]], nested: bool) -> None:
+        nonlocal step_key, decided
+        if not rows:
+            return
+        if nested:
+            rows = [flatten(r) for r in rows]
+        if not decided:
+            step_key, decided = find_step_key(set().union(*rows[:100])), True
+        add_rows(rows, cols, tally.records, step_key)
+        tally.records += len(rows)
+
+    with open(path, "rb") as fh:
+        rest = b""
+        skipping = False
+        while block := fh.read(BLOCK):
+            cut = block.rfind(b"\n")
+            if cut < 0:
+                if not skipping:
+                    rest += block
+                    if len(rest) > MAX_LINE:
+                        rest, skipping = b"", True
+                continue
+            head, tail = block[: cut + 1], block[cut + 1 :]
+            if skipping:  # drop the rest of an oversized line
+                nl = head.find(b"\n")
+                head, skipping = head[nl + 1 :], False
+                tally.oversized += 1
+                rest = b""
+            chunk = rest + head
+            rest = tail
+            take(_decode_lines(chunk.split(b"\n"), tally), b'":{' in chunk or b'": {' in chunk)
+        if skipping:
+            tally.oversized += 1
+        elif rest.strip():
+            last = _last_line(rest)
+            if last is None:
+                half_written = True
+            else:
+                take([last], b'":{' in rest or b'": {' in rest)
+    return RawLog(cols.arrays(), tally.records, notes=_notes(tally, half_written, cols),
+                  step_column=step_key)
+
+
+def _last_line(raw: bytes) -> dict[str, Any] | None:
+    """A final line without its newline: a record if it decodes, else half-written."""
+    try:
+        row = loads(raw.strip())
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return row if type(row) is dict else None
+
+
+def _notes(t: _Tally, half_written: bool, cols: Columns) -> list[str]:
+    notes = []
+    if t.non_object:
+        notes.append(f"{t.non_object} non-object line(s) (banners, plain text) skipped")
+    if t.malformed:
+        notes.append(f"{t.malformed} malformed JSON line(s) skipped")
+    if t.oversized:
+        notes.append(f"{t.oversized} line(s) over {MAX_LINE >> 20} MiB skipped")
+    if half_written:
+        notes.append("half-written last line ignored (the writer was still running or was killed)")
+    return notes + cols.bad_notes()

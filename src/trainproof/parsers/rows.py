@@ -1,0 +1,79 @@
+"""Decoded JSON rows (dicts) to columns, a chunk at a time, column-wise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trainproof.parsers.base import Columns
+from trainproof.parsers.columns import is_step
+from trainproof.parsers.jsonutil import column_values
+from trainproof.parsers.numeric import to_float_array
+
+
+def flatten(row: dict[str, Any]) -> dict[str, Any]:
+    """{"metrics": {"loss": 1}} -> {"metrics/loss": 1}; flat rows pass through untouched."""
+    if not any(type(v) is dict for v in row.values()):
+        return row
+    out: dict[str, Any] = {}
+    stack: list[tuple[str, dict[str, Any]]] = [("", row)]
+    while stack:
+        prefix, d = stack.pop()
+        for k, v in d.items():
+            name = f"{prefix}{k}"
+            if type(v) is dict:
+                stack.append((name + "/", v))
+            else:
+                out[name] = v
+    return out
+
+
+def find_step_key(keys: set[str]) -> str | None:
+    hits = sorted(k for k in keys if is_step(k))
+    for preferred in ("step", "global_step"):
+        if preferred in hits:
+            return preferred
+    return hits[0] if hits else None
+
+
+def steps_for(rows: list[dict[str, Any]], step_key: str | None, first_index: int) -> np.ndarray:
+    """Each row's step; rows without one inherit the previous row's (or their index)."""
+    n = len(rows)
+    index = np.arange(first_index, first_index + n, dtype=np.float64)
+    if step_key is None:
+        return index
+    vals, idx = column_values(rows, step_key)
+    arr, ok = to_float_array(vals)
+    have = np.zeros(n, dtype=bool)
+    steps = index.copy()
+    pos = np.asarray(idx, dtype=np.int64)[ok]
+    steps[pos] = arr[ok]
+    have[pos] = True
+    if have.all():
+        return steps
+    carry = np.where(have, np.arange(n), -1)
+    np.maximum.accumulate(carry, out=carry)
+    filled = np.where(carry >= 0, steps[np.maximum(carry, 0)], index)
+    return filled
+
+
+def add_rows(rows: list[dict[str, Any]], cols: Columns, first_index: int,
+             step_key: str | None, skip: frozenset[str] = frozenset()) -> None:
+    if not rows:
+        return
+    keys: set[str] = set().union(*rows)
+    steps = steps_for(rows, step_key, first_index)
+    for key in keys:
+        if key == step_key or key in skip:
+            continue
+        vals, idx = column_values(rows, key)
+        arr, ok = to_float_array(vals)
+        if not ok.any():
+            continue  # a text column ("mode": "train"), not a metric
+        sel = np.asarray(idx, dtype=np.int64)
+        if ok.all():
+            cols.extend(key, steps[sel], arr)
+        else:
+            cols.extend(key, steps[sel[ok]], arr[ok])
+            cols.reject(key, int((~ok).sum()))

@@ -1,0 +1,108 @@
+"""SARIF 2.1.0 as GitHub code scanning ingests it: one run, the rule table from the
+catalogue, one result per FAIL/WARN/INFO finding located in the real log file, and
+"could not judge" as tool execution notifications rather than fake results."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from trainproof import __version__
+from trainproof.model import Finding, Level, ReportSet
+from trainproof.rules import catalogue
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVEL = {Level.FAIL: "error", Level.WARN: "warning", Level.INFO: "note"}
+OUTSIDE = "LOGROOT"
+
+
+def _rules() -> list[dict[str, Any]]:
+    out = []
+    for r in catalogue().values():
+        full = f"{r.summary} {r.why}"
+        help_md = f"**{r.id}** — {r.summary}\n\nWhy: {r.why}\n\nWhat to do: {r.fix}"
+        out.append({
+            "id": r.id, "name": r.id.removeprefix("TP-").title().replace("-", ""),
+            "shortDescription": {"text": r.title},
+            "fullDescription": {"text": full},
+            "help": {"text": f"{r.summary} Why: {r.why} What to do: {r.fix}", "markdown": help_md},
+            "helpUri": r.help_uri,
+            "defaultConfiguration": {"level": _LEVEL.get(r.level, "note")},
+            "properties": {"tags": ["training", r.group]},
+        })
+    return out
+
+
+class _Uris:
+    """Log paths as URIs relative to the working directory; files outside it are
+    made relative to their common parent under the LOGROOT base id."""
+
+    def __init__(self, files: list[str]) -> None:
+        self.cwd = Path.cwd().resolve()
+        outside = [p for p in (Path(f).resolve() for f in files) if not p.is_relative_to(self.cwd)]
+        self.root = Path(os.path.commonpath(outside)) if outside else None
+        if self.root is not None and self.root.is_file():
+            self.root = self.root.parent
+
+    def location(self, file: str) -> dict[str, Any]:
+        p = Path(file).resolve()
+        if p.is_relative_to(self.cwd):
+            return {"uri": PurePosixPath(*p.relative_to(self.cwd).parts).as_posix()}
+        assert self.root is not None
+        rel = PurePosixPath(*p.relative_to(self.root).parts).as_posix() or p.name
+        return {"uri": rel, "uriBaseId": OUTSIDE}
+
+    def bases(self) -> dict[str, Any]:
+        if self.root is None:
+            return {}
+        return {OUTSIDE: {"uri": self.root.as_uri() + "/"}}
+
+
+def _fingerprint(f: Finding) -> str:
+    key = f"{f.rule_id}\0{f.location.file}\0{f.location.step}"
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def _result(f: Finding, index: dict[str, int], uris: _Uris) -> dict[str, Any]:
+    step = "" if f.location.step is None else f" (step {f.location.step:g})"
+    return {
+        "ruleId": f.rule_id, "ruleIndex": index[f.rule_id], "level": _LEVEL[f.level],
+        "message": {"text": f"{f.message}{step} {f.evidence}"},
+        "locations": [{"physicalLocation": {
+            "artifactLocation": uris.location(f.location.file),
+            "region": {"startLine": max(1, f.location.line or 1)}}}],
+        "partialFingerprints": {"primaryLocationLineHash": _fingerprint(f)},
+        "properties": {"source": f.source, "values": dict(f.values)},
+    }
+
+
+def document(rs: ReportSet) -> dict[str, Any]:
+    rules = _rules()
+    index = {r["id"]: i for i, r in enumerate(rules)}
+    findings = [f for r in rs.reports for f in r.findings]
+    uris = _Uris([f.location.file for f in findings if f.level in _LEVEL])
+    results = [_result(f, index, uris) for f in findings if f.level in _LEVEL]
+    notes = [{"level": "error", "message": {"text": rs.error}}] if rs.error else []
+    notes += [{"level": "warning", "message": {"text": f"{f.location.file}: {f.rule_id}: {f.message} {f.evidence}"},
+               "descriptor": {"id": f.rule_id}}
+              for f in findings if f.level is Level.NOT_CHECKED]
+    run: dict[str, Any] = {
+        "tool": {"driver": {"name": "trainproof", "version": __version__,
+                            "semanticVersion": __version__, "informationUri": rules[0]["helpUri"].split("#")[0],
+                            "rules": rules}},
+        "invocations": [{"executionSuccessful": rs.error is None,
+                         "exitCode": int(rs.exit_code),
+                         "toolExecutionNotifications": notes}],
+        "results": results,
+        "columnKind": "utf16CodeUnits",
+    }
+    if uris.bases():
+        run["originalUriBaseIds"] = uris.bases()
+    return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def render(rs: ReportSet) -> str:
+    return json.dumps(document(rs), indent=2, ensure_ascii=False, default=str) + "\n"

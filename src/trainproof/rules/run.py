@@ -1,0 +1,482 @@
+"""Single-run rules: what one training log says about itself (epoch, doctor, watch,
+the callbacks). Each rule is declared once here with its thresholds and docs; the
+judge right below it is the only code that decides whether it fires."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from trainproof import stats
+from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
+from trainproof.rules.base import Example, Threshold, check, rule
+
+G = "single_run"
+
+_SMOOTH = Threshold(
+    50, "blocks",
+    "Logs of 100 points or more are reduced to medians of blocks of n // 50 points before a "
+    "floor or an end is taken, so one lucky or unlucky batch in a per-step log cannot decide "
+    "a verdict; shorter logs (HF averages loss over logging_steps) are used as written.",
+)
+
+
+def _where(run: Run, step: float | None = None) -> Location:
+    return Location(run.path, None if step is None else float(step))
+
+
+def _loss(run: Run) -> Series | None:
+    return run.get("loss")
+
+
+def _finite_loss(run: Run, minimum: int) -> Series | Skip:
+    s = _loss(run)
+    if s is None:
+        return Skip(SkipKind.NO_DATA, "no loss column in the log")
+    f = s.finite_only()
+    if len(f) < minimum:
+        return Skip(SkipKind.TOO_FEW, f"{len(f)} finite loss points, needs {minimum}")
+    return f
+
+
+# ---------------------------------------------------------------- non-finite values
+
+NAN = rule(
+    id="TP-NAN", level=Level.FAIL, group=G,
+    title="Loss is NaN or Inf.",
+    evidence="{count} non-finite {metric} value(s) of {n}; first at step {step} ({value})",
+    summary="A logged loss (train or eval) is NaN or infinite.",
+    why="A non-finite loss means the weights or the optimizer state are already poisoned; "
+    "every later step trains on garbage.",
+    fix="Lower the learning rate, enable gradient clipping, use bf16 instead of fp16 or a "
+    "loss scaler, and look for log(0) or division by zero in the loss.",
+    fires=Example({"loss": [2.0, 1.8, float("nan"), 1.7]}),
+    passes=Example({"loss": [2.0, 1.8, 1.75, 1.7]}),
+)
+
+NAN_GRAD = rule(
+    id="TP-NAN-GRAD", level=Level.FAIL, group=G,
+    title="Gradient norm is NaN or Inf.",
+    evidence="{count} non-finite grad_norm value(s) of {n}; first at step {step} ({value}){hidden}",
+    summary="A logged gradient norm is NaN or infinite.",
+    why="HF Trainer's logging_nan_inf_filter (on by default) drops NaN/Inf losses from the "
+    "logged average, so a non-finite gradient norm is often the only trace that the "
+    "update blew up. An fp16 loss scaler skips such steps; repeated ones mean it cannot.",
+    fix="As for TP-NAN: lower the learning rate, clip gradients, prefer bf16; check whether "
+    "the logged loss at those steps is an artefact of the NaN filter.",
+    fires=Example({"loss": [2.0, 1.8, 1.7, 1.6], "grad_norm": [1.0, float("inf"), 1.2, 1.1]}),
+    passes=Example({"loss": [2.0, 1.8, 1.7, 1.6], "grad_norm": [1.0, 0.9, 1.2, 1.1]}),
+)
+
+
+def _nonfinite(run: Run, s: Series, rule_, **extra: object) -> Iterator[Finding]:
+    bad = ~s.finite
+    if bad.any():
+        i = stats.first_index(bad)
+        yield rule_.finding(
+            _where(run, s.steps[i]), metric=s.name, count=int(bad.sum()), n=len(s),
+            step=float(s.steps[i]), value=float(s.values[i]), **extra,
+        )
+
+
+@check("nan", NAN, NAN_GRAD)
+def non_finite_values(run: Run) -> Iterator[Finding] | Skip:
+    present = [s for s in (run.get("loss"), run.get("eval_loss")) if s is not None]
+    if not present:
+        return Skip(SkipKind.NO_DATA, "no loss column in the log")
+    out: list[Finding] = []
+    for s in present:
+        if not s.finite.all():
+            out.extend(_nonfinite(run, s, NAN))
+            break  # one TP-NAN per report: the first poisoned metric is the evidence
+    g = run.get("grad_norm")
+    if g is not None:
+        out.extend(_nonfinite(run, g, NAN_GRAD, hidden=_filtered_hint(run, g)))
+    return out
+
+
+def _filtered_hint(run: Run, g: Series) -> str:
+    """Say so when the loss at a non-finite-gradient step looks like HF's NaN filter at work."""
+    loss = run.get("loss")
+    if loss is None or g.finite.all():
+        return ""
+    bad_steps = g.steps[~g.finite]
+    at = np.isin(loss.steps, bad_steps)
+    if at.any() and np.all(np.isfinite(loss.values[at])):
+        return "; the loss logged at those steps is finite - HF's logging_nan_inf_filter may have hidden NaN losses"
+    return ""
+
+
+# ---------------------------------------------------------------- zero and flat loss
+
+ZERO_LOSS = rule(
+    id="TP-ZERO-LOSS", level=Level.FAIL, group=G,
+    title="Loss is exactly zero on every step.",
+    evidence="all {n} finite loss values are exactly 0",
+    summary="Every finite loss value is exactly 0.",
+    why="A loss of exactly 0 means nothing is being optimised: labels fully masked (-100 "
+    "everywhere), an empty target, or a loss that is not connected to the model.",
+    fix="Check the label masking and the collator; print one batch's labels.",
+    thresholds={"min_points": Threshold(5, "points", "Fewer points cannot tell a pattern from a "
+                                        "coincidence.")},
+    fires=Example({"loss": [0.0] * 6}),
+    passes=Example({"loss": [0.5, 0.4, 0.3, 0.2, 0.1, 0.05]}),
+)
+
+ZERO_LOSS_ONSET = rule(
+    id="TP-ZERO-LOSS-ONSET", level=Level.FAIL, group=G,
+    title="Loss collapsed to exactly zero.",
+    evidence="loss is exactly 0 on the last {tail} points, from step {step} on (was {before} before)",
+    summary="Loss becomes exactly 0 from some step on and stays there.",
+    why="A loss that was positive and then sits at exactly 0 usually means a data shard with "
+    "no trainable tokens, or HF's NaN filter logging 0.0 for NaN losses.",
+    fix="Inspect the batches after that step; check grad_norm there for NaN/Inf.",
+    thresholds={"min_tail": Threshold(5, "points", "A shorter run of zeros can be a few "
+                                      "empty batches, not a collapse.")},
+    fires=Example({"loss": [2.0, 1.5, 1.2, 0, 0, 0, 0, 0]}),
+    passes=Example({"loss": [2.0, 1.5, 1.2, 1.0, 0.9, 0.8, 0.7, 0.6]}),
+)
+
+
+@check("zero-loss", ZERO_LOSS, ZERO_LOSS_ONSET)
+def loss_exactly_zero(run: Run) -> list[Finding] | Skip:
+    s = _finite_loss(run, int(min(ZERO_LOSS.t("min_points"), ZERO_LOSS_ONSET.t("min_tail"))))
+    if isinstance(s, Skip):
+        return s
+    zero = s.values == 0.0
+    if zero.all():
+        if len(s) >= ZERO_LOSS.t("min_points"):
+            return [ZERO_LOSS.finding(_where(run), n=len(s))]
+        return []
+    nonzero = np.flatnonzero(~zero)
+    tail = len(s) - 1 - int(nonzero[-1])
+    if tail >= ZERO_LOSS_ONSET.t("min_tail"):
+        i = len(s) - tail
+        return [ZERO_LOSS_ONSET.finding(_where(run, s.steps[i]), tail=tail, step=float(s.steps[i]),
+                                        before=float(s.values[i - 1]))]
+    return []
+
+
+FLAT = rule(
+    id="TP-FLAT", level=Level.FAIL, group=G,
+    title="Loss does not change.",
+    evidence="loss range {range} over {n} points (median {median}) < {limit_rel_range} x max(1, |median|)",
+    summary="The loss stays within a negligible band for the whole run.",
+    why="A loss that does not move means no parameter that matters is being updated: frozen "
+    "weights, a detached graph, lr effectively zero, or a constant batch.",
+    fix="Confirm requires_grad on the trained parameters, that optimizer.step() runs, and "
+    "that the learning rate is non-zero.",
+    thresholds={
+        "rel_range": Threshold(0.001, "x max(1, |median loss|)",
+                               "The old absolute band (0.001) scaled to the loss, so a loss "
+                               "near 1e-2 that moves 20 % is not called flat."),
+        "min_points": Threshold(5, "points", "One point is not a flat run."),
+    },
+    fires=Example({"loss": [2.3026] * 8}),
+    passes=Example({"loss": [2.3, 2.1, 1.9, 1.8, 1.7, 1.6, 1.5, 1.4]}),
+)
+
+
+@check("flat-loss", FLAT)
+def loss_flat(run: Run) -> list[Finding] | Skip:
+    s = _finite_loss(run, int(FLAT.t("min_points")))
+    if isinstance(s, Skip):
+        return s
+    if np.all(s.values == 0.0):
+        return Skip(SkipKind.DEGENERATE, "loss is all zero (judged by zero-loss)")
+    span = float(s.values.max() - s.values.min())
+    med = stats.robust_median(s.values)
+    if span < FLAT.t("rel_range") * max(1.0, abs(med)):
+        return [FLAT.finding(_where(run), range=span, n=len(s), median=med)]
+    return []
+
+
+# ---------------------------------------------------------------- divergence and no progress
+
+DIVERGE = rule(
+    id="TP-DIVERGE", level=Level.FAIL, group=G,
+    title="Loss curve is diverging.",
+    evidence="end loss {end} vs min loss {floor} at step {floor_step} ({through:.0%} through the "
+    "run); ratio {ratio:.2f} > {limit_ratio}",
+    summary="The run ended far above the best loss it had reached.",
+    why="Hours of training after the best point made the model worse; the checkpoint worth "
+    "keeping is behind you and every further step costs GPU time for nothing.",
+    fix="Keep the checkpoint nearest the floor step; lower the learning rate or add "
+    "warm-up/clipping before resuming.",
+    thresholds={
+        "ratio": Threshold(1.5, "x floor", "Ending 50 % above the floor is far outside the "
+                           "wobble of a converging run (healthy gallery runs end <= 1.15x)."),
+        "min_points": Threshold(5, "points", "Needs a start, a floor and an end."),
+        "blocks": _SMOOTH,
+    },
+    fires=Example({"loss": [1.4, 1.3, 1.2, 2.5, 4.0, 6.0, 7.5]}),
+    passes=Example({"loss": [1.5, 1.3, 1.2, 1.1, 1.05, 1.0, 1.02]}),
+    limits="A positive loss is required: ratios of losses that can be negative (ELBO, "
+    "RL objectives) are meaningless, so the check is skipped for them.",
+)
+
+DIVERGE_NOISE = rule(
+    id="TP-DIVERGE-NOISE", level=Level.INFO, group=G,
+    title="Raw end/min ratio is high, but within batch-to-batch noise.",
+    evidence="raw end {raw_end} vs raw min {raw_min} at step {raw_min_step} is {raw_ratio:.2f}x, but "
+    "block medians of {block} points give {ratio:.2f}x (floor {floor} at step {floor_step}, end {end})",
+    summary="A single-point minimum makes the run look diverged; the smoothed curve does not.",
+    why="Per-step losses of small batches scatter widely; the lowest single batch is not a "
+    "floor the model reached. Saying so keeps a reader of the raw numbers from a false alarm.",
+    fix="Nothing to fix; compare eval loss, or smooth the logged loss (larger logging_steps).",
+    thresholds={"ratio": DIVERGE.thresholds["ratio"]},
+    fires=Example({"loss": [1.0 + ((i * 7919) % 13) / 13 for i in range(200)]}),
+    passes=Example({"loss": [1.0] * 100 + [1.01] * 100}),
+)
+
+
+def _floor_and_end(s: Series) -> tuple[stats.Blocks, int]:
+    b = stats.block_medians(s.steps, s.values, int(DIVERGE.t("blocks")))
+    return b, int(np.argmin(b.medians))
+
+
+@check("divergence", DIVERGE, DIVERGE_NOISE)
+def loss_diverging(run: Run) -> list[Finding] | Skip:
+    s = _finite_loss(run, int(DIVERGE.t("min_points")))
+    if isinstance(s, Skip):
+        return s
+    if s.values.min() <= 0:
+        return Skip(SkipKind.DEGENERATE, "loss is not positive; end/min ratio is meaningless")
+    b, i = _floor_and_end(s)
+    floor, end = float(b.medians[i]), float(b.medians[-1])
+    ratio = end / floor
+    first, last = float(s.steps[0]), float(s.steps[-1])
+    through = (b.steps[i] - first) / (last - first) if last > first else 0.0
+    common = dict(end=end, floor=floor, floor_step=float(b.steps[i]), ratio=ratio,
+                  through=float(through), block=b.size)
+    if ratio > DIVERGE.t("ratio"):
+        return [DIVERGE.finding(_where(run, b.steps[i]), **common)]
+    j = int(np.argmin(s.values))
+    raw_ratio = float(s.values[-1] / s.values[j])
+    if b.size > 1 and raw_ratio > DIVERGE_NOISE.t("ratio"):
+        return [DIVERGE_NOISE.finding(_where(run, s.steps[j]), raw_end=float(s.values[-1]),
+                                      raw_min=float(s.values[j]), raw_min_step=float(s.steps[j]),
+                                      raw_ratio=raw_ratio, **common)]
+    return []
+
+
+DEAD_RUN = rule(
+    id="TP-DEAD-RUN", level=Level.FAIL, group=G,
+    title="Loss never improved over the run (dead run).",
+    evidence="median of first {k} losses {start} vs last {k} {end}: {improvement:.1%} "
+    "improvement < {limit_min_improvement:.0%}",
+    summary="The loss at the end is not meaningfully lower than at the start.",
+    why="A run that does not learn burns its whole budget: lr of zero, frozen weights, a "
+    "scheduler that never leaves warm-up, or labels the model cannot use.",
+    fix="Check the learning rate actually applied (logged lr), the optimizer's parameter "
+    "groups, and that the loss is computed on trainable outputs.",
+    thresholds={
+        "min_improvement": Threshold(0.05, "fraction of the start median",
+                                     "Healthy gallery fine-tunes improve >= 14 %; lr=0 runs "
+                                     "move <= 3 % on batch noise alone."),
+        "min_points": Threshold(10, "points", "Two disjoint windows of 5 are needed."),
+        "edge_points": Threshold(5, "points", "Median of 5 damps single-batch noise."),
+        "edge_fraction": Threshold(0.02, "of points",
+                                   "On long logs the windows grow with the log so noise "
+                                   "cannot decide."),
+    },
+    fires=Example({"loss": [1.52, 1.50, 1.55, 1.49, 1.51, 1.50, 1.52, 1.48, 1.50, 1.49]}),
+    passes=Example({"loss": [1.52, 1.45, 1.40, 1.35, 1.30, 1.20, 1.15, 1.10, 1.05, 1.00]}),
+    limits="A run started from an already-converged checkpoint is 'dead' by construction. "
+    "A loss that rose more than TP-DIVERGE's ratio is left to TP-DIVERGE.",
+)
+
+
+def edge_medians(s: Series) -> tuple[float, float, int]:
+    """Start and end medians as dead-run and the compare rules take them."""
+    k = stats.edge_window(len(s), int(DEAD_RUN.t("edge_points")), DEAD_RUN.t("edge_fraction"))
+    k = min(k, len(s) // 2) or 1
+    return stats.robust_median(s.values[:k]), stats.robust_median(s.values[-k:]), k
+
+
+@check("dead-run", DEAD_RUN)
+def loss_not_improving(run: Run) -> list[Finding] | Skip:
+    s = _finite_loss(run, int(DEAD_RUN.t("min_points")))
+    if isinstance(s, Skip):
+        return s
+    start, end, k = edge_medians(s)
+    if start <= 0:
+        return Skip(SkipKind.DEGENERATE, "start loss is not positive; relative improvement is meaningless")
+    improvement = (start - end) / start
+    if end / start > DIVERGE.t("ratio"):
+        return []  # the loss rose far: that is divergence, and TP-DIVERGE owns it
+    if improvement < DEAD_RUN.t("min_improvement"):
+        return [DEAD_RUN.finding(_where(run), k=k, start=start, end=end, improvement=improvement)]
+    return []
+
+
+# ---------------------------------------------------------------- gradients
+
+ZERO_GRAD = rule(
+    id="TP-ZERO-GRAD", level=Level.FAIL, group=G,
+    title="Gradient norm is exactly zero on every step.",
+    evidence="all {n} finite grad_norm values are exactly 0",
+    summary="Every finite gradient norm is exactly 0.",
+    why="No gradient reaches the parameters: everything frozen, a detached loss, or all "
+    "labels masked.",
+    fix="Check which parameters require grad and that the loss depends on them.",
+    thresholds={"min_points": Threshold(3, "points", "A zero norm on the first logged steps "
+                                        "can be a logging artefact.")},
+    fires=Example({"loss": [1, 1, 1, 1], "grad_norm": [0.0, 0.0, 0.0, 0.0]}),
+    passes=Example({"loss": [1, 0.9, 0.8, 0.7], "grad_norm": [0.5, 0.4, 0.45, 0.4]}),
+)
+
+
+@check("zero-grad", ZERO_GRAD)
+def gradient_zero(run: Run) -> list[Finding] | Skip:
+    g = run.get("grad_norm")
+    if g is None:
+        return Skip(SkipKind.NO_DATA, "no grad_norm column in the log")
+    f = g.finite_only()
+    if len(f) < ZERO_GRAD.t("min_points"):
+        return Skip(SkipKind.TOO_FEW, f"{len(f)} finite grad_norm points, needs "
+                    f"{int(ZERO_GRAD.t('min_points'))}")
+    if np.all(f.values == 0.0):
+        return [ZERO_GRAD.finding(_where(run), n=len(f))]
+    return []
+
+
+GRAD_SPIKE = rule(
+    id="TP-GRAD-SPIKE", level=Level.WARN, group=G,
+    title="Gradient norm spikes detected.",
+    evidence="max grad_norm {max} at step {step} > {limit_ratio}x median ({median})",
+    summary="The largest gradient norm is far above the run's typical one.",
+    why="Spikes precede divergence and loss plateaus; with clipping they silently shrink the "
+    "effective learning rate, without it they can wreck the weights in one step.",
+    fix="Enable or tighten gradient clipping, lower the peak learning rate or lengthen "
+    "warm-up; look at the batch at that step.",
+    thresholds={
+        "ratio": Threshold(10, "x median grad_norm", "Healthy gallery runs peak <= 2.1x their "
+                           "median; the lrx100 run reaches 4,800x."),
+        "min_points": Threshold(6, "points", "A median of fewer points is not a baseline."),
+    },
+    fires=Example({"loss": [1] * 6, "grad_norm": [0.5, 0.6, 0.5, 40.0, 0.55, 0.5]}),
+    passes=Example({"loss": [1] * 6, "grad_norm": [0.5, 0.6, 0.5, 0.9, 0.55, 0.5]}),
+)
+
+
+@check("grad-spike", GRAD_SPIKE)
+def gradient_spike(run: Run) -> list[Finding] | Skip:
+    g = run.get("grad_norm")
+    if g is None:
+        return Skip(SkipKind.NO_DATA, "no grad_norm column in the log")
+    f = g.finite_only()
+    if len(f) < GRAD_SPIKE.t("min_points"):
+        return Skip(SkipKind.TOO_FEW, f"{len(f)} finite grad_norm points, needs "
+                    f"{int(GRAD_SPIKE.t('min_points'))}")
+    med = stats.robust_median(f.values)
+    if med <= 0:
+        return Skip(SkipKind.DEGENERATE, "median grad_norm is 0")
+    i = int(np.argmax(f.values))
+    if f.values[i] > GRAD_SPIKE.t("ratio") * med:
+        return [GRAD_SPIKE.finding(_where(run, f.steps[i]), max=float(f.values[i]),
+                                   step=float(f.steps[i]), median=med,
+                                   ratio=float(f.values[i] / med))]
+    return []
+
+
+# ---------------------------------------------------------------- learning rate
+
+ZERO_LR = rule(
+    id="TP-ZERO-LR", level=Level.FAIL, group=G,
+    title="Learning rate is zero (or negative) on essentially every step.",
+    evidence="lr <= 0 on {count} of {n} logged steps ({share:.1%} >= {limit_share:.0%})",
+    summary="The logged learning rate is <= 0 on (nearly) every step.",
+    why="With lr = 0 the optimizer takes no step at all; the run costs its full budget and "
+    "returns the initial weights.",
+    fix="Check the learning-rate argument, the scheduler (warm-up that never ends, a decay "
+    "that starts at 0) and per-group lr overrides.",
+    thresholds={"share": Threshold(0.99, "of logged steps", "A schedule may touch 0 at its "
+                                   "very first or last step; 99 % is every step that matters.")},
+    fires=Example({"loss": [1.5] * 5, "lr": [0.0] * 5}),
+    passes=Example({"loss": [1.5, 1.4, 1.3, 1.2, 1.1], "lr": [1e-4] * 5}),
+)
+
+ZERO_LR_PARTIAL = rule(
+    id="TP-ZERO-LR-PARTIAL", level=Level.WARN, group=G,
+    title="Learning rate is zero on a notable share of steps.",
+    evidence="lr <= 0 on {count} of {n} logged steps ({share:.1%} > {limit_share:.0%}), first at step {step}",
+    summary="The logged learning rate is <= 0 on more than a tenth of the steps.",
+    why="Steps at lr = 0 are paid for and learn nothing: a warm-up that is far too long, a "
+    "schedule sized for fewer steps than the run has, or a restart that reset the lr.",
+    fix="Match the scheduler's total steps to the run; check warm-up length and restarts.",
+    thresholds={"share": Threshold(0.10, "of logged steps", "Warm-up from 0 or a decay to 0 "
+                                   "costs a step or two, not a tenth of the run.")},
+    fires=Example({"loss": [1.5] * 10, "lr": [0, 0, 0, 1e-4, 1e-4, 1e-4, 1e-4, 1e-4, 1e-4, 1e-4]}),
+    passes=Example({"loss": [1.5] * 10, "lr": [0] + [1e-4] * 9}),
+)
+
+
+@check("lr", ZERO_LR, ZERO_LR_PARTIAL)
+def learning_rate_zero(run: Run) -> list[Finding] | Skip:
+    lr = run.get("lr")
+    if lr is None:
+        return Skip(SkipKind.NO_DATA, "no lr column in the log")
+    f = lr.finite_only()
+    if not len(f):
+        return Skip(SkipKind.DEGENERATE, "no finite lr value")
+    zero = f.values <= 0
+    part = stats.share(zero)
+    values = dict(count=int(zero.sum()), n=len(f), share=part)
+    if part >= ZERO_LR.t("share"):
+        return [ZERO_LR.finding(_where(run), **values)]
+    if part > ZERO_LR_PARTIAL.t("share"):
+        i = stats.first_index(zero)
+        return [ZERO_LR_PARTIAL.finding(_where(run, f.steps[i]), step=float(f.steps[i]), **values)]
+    return []
+
+
+# ---------------------------------------------------------------- generalisation
+
+OVERFIT = rule(
+    id="TP-OVERFIT", level=Level.WARN, group=G,
+    title="Eval loss climbs while train loss falls (overfitting).",
+    evidence="eval loss {eval_end} at the end vs its min {eval_min} at step {eval_min_step} "
+    "({ratio:.2f}x > {limit_ratio}); train loss {train_then} -> {train_end} meanwhile",
+    summary="Held-out loss rose well above its own minimum while the training loss kept falling.",
+    why="The model is memorising the training set; the checkpoint nearest the eval minimum "
+    "generalises better than the last one.",
+    fix="Keep the checkpoint at the eval minimum (load_best_model_at_end), add data or "
+    "regularisation, or train fewer epochs.",
+    thresholds={
+        "ratio": Threshold(1.2, "x eval min", "Eval noise between evaluations of a fixed set "
+                           "is a few percent; 20 % is a trend."),
+        "min_points": Threshold(4, "eval points", "A minimum and a climb need several evaluations."),
+    },
+    fires=Example({"loss": [1.4, 1.0, 0.6, 0.3, 0.1, 0.05], "eval_loss": [1.4, 1.3, 1.6, 2.0, 2.6, 3.1]}),
+    passes=Example({"loss": [1.4, 1.0, 0.8, 0.7, 0.65, 0.6], "eval_loss": [1.5, 1.3, 1.2, 1.15, 1.12, 1.1]}),
+)
+
+
+@check("overfit", OVERFIT)
+def eval_loss_climbing(run: Run) -> list[Finding] | Skip:
+    ev = run.get("eval_loss")
+    if ev is None:
+        return Skip(SkipKind.NO_DATA, "no eval_loss in the log - this run has no generalisation signal")
+    e = ev.finite_only()
+    if len(e) < OVERFIT.t("min_points"):
+        return Skip(SkipKind.TOO_FEW, f"{len(e)} eval points, needs {int(OVERFIT.t('min_points'))}")
+    tr = run.get("loss")
+    if tr is None or not len(tr.finite_only()):
+        return Skip(SkipKind.NO_DATA, "no train loss to compare the eval curve with")
+    t = tr.finite_only()
+    i = int(np.argmin(e.values))
+    e_min, e_end = float(e.values[i]), float(e.values[-1])
+    if e_min <= 0:
+        return Skip(SkipKind.DEGENERATE, "eval loss is not positive")
+    # Train loss at the eval minimum vs at the end: "falls" means it kept going down.
+    then = float(t.values[min(np.searchsorted(t.steps, e.steps[i]), len(t) - 1)])
+    k = max(1, min(5, len(t) // 10))
+    train_end = stats.robust_median(t.values[-k:])
+    ratio = e_end / e_min
+    if ratio > OVERFIT.t("ratio") and train_end < then:
+        return [OVERFIT.finding(_where(run, e.steps[i]), eval_end=e_end, eval_min=e_min,
+                                eval_min_step=float(e.steps[i]), ratio=ratio,
+                                train_then=then, train_end=train_end)]
+    return []

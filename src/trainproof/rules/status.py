@@ -1,0 +1,75 @@
+"""Outcome rules: the statements a report makes about itself rather than about a
+curve - passed (and what that covered), or could not be judged (and why)."""
+
+from __future__ import annotations
+
+from trainproof.model import Level
+from trainproof.rules.base import rule
+
+PASS = rule(
+    id="TP-PASS", level=Level.PASS, group="single_run",
+    title="No mechanical failures detected.",
+    evidence="{n} loss points analysed. Ran: {ran}. Skipped: {skipped}.",
+    summary="The PASS statement: every check that ran is listed, and every check that did not, with its reason.",
+    why="A PASS that does not say what it covered invites reading it as covering everything.",
+    fix="Nothing to fix. Skipped checks are not passed checks: log what they need (eval "
+    "loss, grad norm, step time) to have them run.",
+    limits="Loss curves cannot see a model learning the wrong thing: a run on corrupted "
+    "labels can look healthy. Compare against a known-good baseline for that.",
+)
+
+NO_RECORDS = rule(
+    id="TP-NO-RECORDS", level=Level.NOT_CHECKED, group="single_run",
+    title="The log holds no data records.",
+    evidence="{detail}",
+    summary="Nothing numeric could be read from the log; exit 2.",
+    why="An empty or foreign file says nothing about a run; calling it PASS would be a lie "
+    "and calling it FAIL would blame the run for a tooling problem.",
+    fix="Point trainproof at the file the trainer writes (trainer_state.json, an event file, "
+    "a metrics CSV/JSONL), or pass --format.",
+)
+
+NO_LOSS = rule(
+    id="TP-NO-LOSS", level=Level.NOT_CHECKED, group="single_run",
+    title="No loss column was recognised.",
+    evidence="columns found: {columns}. Name the loss with --map loss=COLUMN.",
+    summary="The log has records but none of its columns is a known spelling of the loss; exit 2.",
+    why="Every curve rule needs the loss; guessing which column it is could judge the wrong metric.",
+    fix="Pass --map loss=COLUMN (and eval_loss=, lr=, grad_norm= as needed).",
+)
+
+NOT_CHECKED = rule(
+    id="TP-NOT-CHECKED", level=Level.NOT_CHECKED, group="single_run",
+    title="No check could run on this log.",
+    evidence="Skipped: {skipped}.",
+    summary="A loss exists but every check was skipped (too few points, degenerate data); exit 2.",
+    why="A verdict that checked nothing is not a PASS.",
+    fix="Judge a longer log, or log more often.",
+)
+
+CMP_PASS = rule(
+    id="TP-CMP-PASS", level=Level.PASS, group="compare",
+    title="Run is in line with the baseline.",
+    evidence="Ran: {ran}. Skipped: {skipped}.",
+    summary="The comparison statement: no ratio rule fired; lists what ran and what was skipped.",
+    why="Says what was compared, so a PASS is not read as covering more.",
+    fix="Nothing to fix.",
+)
+
+CMP_UNCOMPARABLE = rule(
+    id="TP-CMP-UNCOMPARABLE", level=Level.NOT_CHECKED, group="compare",
+    title="The runs cannot be compared.",
+    evidence="{detail}",
+    summary="One side has no usable loss scale (no loss, too few points, non-positive loss); exit 2.",
+    why="A ratio against nothing is not evidence about either run.",
+    fix="Compare logs that both record a positive training loss over several points.",
+)
+
+CMP_ERROR = rule(
+    id="TP-CMP-ERROR", level=Level.NOT_CHECKED, group="compare",
+    title="The comparison could not run.",
+    evidence="{detail}",
+    summary="The baseline or a run could not be read; exit 2 unless a FAIL stands.",
+    why="An unreadable input is a tooling problem, not a verdict about the run.",
+    fix="Fix the path or format named in the message.",
+)

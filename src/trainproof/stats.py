@@ -1,0 +1,53 @@
+"""Vectorised summaries the judges share. Pure numpy, no thresholds: the numbers
+that decide verdicts are passed in from the rule declarations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Blocks:
+    """A series reduced to medians of consecutive blocks of n // max_blocks points
+    (the last block ends at the last point, so `end` is always the freshest evidence)."""
+
+    medians: np.ndarray
+    steps: np.ndarray  # the step at the middle of each block
+    size: int
+
+
+def block_medians(steps: np.ndarray, values: np.ndarray, max_blocks: int) -> Blocks:
+    n = values.size
+    size = max(1, n // max_blocks)
+    if size == 1:
+        return Blocks(values, steps, 1)
+    full = (n // size) * size
+    head = n - full  # a shorter first block keeps the earliest points in play
+    tail_v = values[head:].reshape(-1, size)
+    tail_s = steps[head:].reshape(-1, size)
+    meds = np.median(tail_v, axis=1)
+    mids = tail_s[:, size // 2]
+    if head:
+        meds = np.concatenate(([np.median(values[:head])], meds))
+        mids = np.concatenate(([steps[head // 2]], mids))
+    return Blocks(meds, mids, size)
+
+
+def edge_window(n: int, minimum: int, fraction: float) -> int:
+    """Points at each end used for start/end medians: at least `minimum`, more on long logs."""
+    return max(minimum, int(n * fraction))
+
+
+def robust_median(values: np.ndarray) -> float:
+    return float(np.median(values)) if values.size else float("nan")
+
+
+def first_index(mask: np.ndarray) -> int:
+    idx = np.flatnonzero(mask)
+    return int(idx[0]) if idx.size else -1
+
+
+def share(mask: np.ndarray) -> float:
+    return float(mask.mean()) if mask.size else 0.0
