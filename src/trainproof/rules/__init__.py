@@ -2,6 +2,6 @@
 what it judges. Importing this package registers them all."""
 
 from trainproof.rules import compare, run, status, timing  # noqa: F401  (registration)
-from trainproof.rules.base import Check, Rule, Threshold, catalogue, checks
+from trainproof.rules.base import Check, Rule, Threshold, catalogue, checks, run_example
 
-__all__ = ["Check", "Rule", "Threshold", "catalogue", "checks"]
+__all__ = ["Check", "Rule", "Threshold", "catalogue", "checks", "run_example"]

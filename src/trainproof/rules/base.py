@@ -134,6 +134,23 @@ class Check:
 
 _CHECKS: dict[str, list[Check]] = {}
 _RULES: dict[str, Rule] = {}
+ExampleRunner = Callable[[Mapping[str, Any]], set[str]]
+_EXAMPLE_RUNNERS: dict[str, ExampleRunner] = {}
+
+
+def example_runner(group: str) -> Callable[[ExampleRunner], ExampleRunner]:
+    """Register how a group turns an Example's data into a subject and judges it;
+    the runner returns the set of rule IDs that fired. Tests run every example."""
+
+    def register(fn: ExampleRunner) -> ExampleRunner:
+        _EXAMPLE_RUNNERS[group] = fn
+        return fn
+
+    return register
+
+
+def run_example(r: Rule, ex: Example) -> set[str]:
+    return _EXAMPLE_RUNNERS[r.group](ex.data)
 
 
 def rule(**kwargs: Any) -> Rule:
