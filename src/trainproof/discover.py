@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainproof.parsers import FORMATS, detect
+from trainproof.parsers import detect
 from trainproof.parsers.base import Format
 
 # Directories that hold installed code or caches, never a user's training logs.
@@ -37,12 +37,11 @@ def _skip_dir(d: Path, name: str) -> bool:
 
 def discover(root: Path, max_logs: int) -> Discovery:
     found = Discovery()
-    dir_formats = [f for f in FORMATS.values() if f.directory]
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         here = Path(dirpath)
         dirnames[:] = sorted(n for n in dirnames if not _skip_dir(here, n))
-        fmt = detect(here) if dir_formats else None
-        if fmt is not None and fmt.directory:
+        fmt = detect(here)  # a format that reads whole directories (a TensorBoard run)
+        if fmt is not None:
             found.logs.append((here, fmt))
             dirnames[:] = [n for n in dirnames if detect(here / n) is None]
             continue
@@ -53,7 +52,7 @@ def discover(root: Path, max_logs: int) -> Discovery:
             if not p.is_file() or p.is_symlink():
                 continue
             f = detect(p)
-            if f is not None and not f.directory:
+            if f is not None:
                 found.logs.append((p, f))
     _fold_checkpoints(found)
     if len(found.logs) > max_logs:

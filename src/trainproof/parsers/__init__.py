@@ -55,7 +55,7 @@ def detect(path: Path) -> Format | None:
     except OSError:
         return None
     for fmt in FORMATS.values():
-        if not fmt.directory and fmt.sniff(path.name, head):
+        if fmt.sniff(path.name, head):
             return fmt
     return None
 

@@ -101,7 +101,6 @@ class Format:
     sniff: Sniff  # (file name, first KiBs) -> is this mine?
     read: Read
     description: str
-    directory: bool = False  # reads a directory (e.g. a TensorBoard run dir)
 
 
 def read_text_head(path: Path, size: int = 8192) -> bytes:
