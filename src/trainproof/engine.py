@@ -64,12 +64,13 @@ def judge_run(run: Run, required: bool = True) -> Report:
         return Report(findings=(S.NO_LOSS.finding(loc, columns=cols),), **base)
     out = apply("single_run", run)
     findings = list(out.findings)
-    if not out.ran:
-        findings.append(S.NOT_CHECKED.finding(loc, skipped=_skipped_text(out.skipped)))
-    elif not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
-        n = len(run.series["loss"])
-        findings.append(S.PASS.finding(loc, n=n, ran=_joined(sorted(out.ran)),
-                                       skipped=_skipped_text(out.skipped)))
+    finite = int(run.series["loss"].finite.sum())
+    if not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
+        if finite < S.NOT_CHECKED.t("min_points") or not out.ran:
+            findings.append(S.NOT_CHECKED.finding(loc, n=finite, skipped=_skipped_text(out.skipped)))
+        else:
+            findings.append(S.PASS.finding(loc, n=finite, ran=_joined(sorted(out.ran)),
+                                           skipped=_skipped_text(out.skipped)))
     return Report(findings=tuple(findings), ran=tuple(sorted(out.ran)),
                   skipped=dict(sorted(out.skipped.items())), **base)
 

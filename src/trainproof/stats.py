@@ -10,17 +10,17 @@ import numpy as np
 
 @dataclass(frozen=True, slots=True)
 class Blocks:
-    """A series reduced to medians of consecutive blocks of n // max_blocks points
-    (the last block ends at the last point, so `end` is always the freshest evidence)."""
+    """A series reduced to medians of consecutive blocks of max(min_size, n // max_blocks)
+    points (the last block ends at the last point, so `end` is always the freshest evidence)."""
 
     medians: np.ndarray
     steps: np.ndarray  # the step at the middle of each block
     size: int
 
 
-def block_medians(steps: np.ndarray, values: np.ndarray, max_blocks: int) -> Blocks:
+def block_medians(steps: np.ndarray, values: np.ndarray, min_size: int, max_blocks: int) -> Blocks:
     n = values.size
-    size = max(1, n // max_blocks)
+    size = max(1, min(max(min_size, n // max_blocks), n))
     if size == 1:
         return Blocks(values, steps, 1)
     full = (n // size) * size

@@ -50,6 +50,8 @@ def detect(path: Path) -> Format | None:
             if sniff_dir(path):
                 return FORMATS[name]
         return None
+    if not path.is_file():  # FIFOs, devices, sockets: never opened, never read
+        return None
     try:
         head = read_text_head(path)
     except OSError:
@@ -63,15 +65,27 @@ def detect(path: Path) -> Format | None:
 def resolve(path: Path, fmt_name: str = "auto") -> Format:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
+    if not path.is_dir() and not path.is_file():
+        raise InputError(f"{path}: not a regular file (a FIFO, device or socket is never read)")
     if fmt_name != "auto":
         if fmt_name not in FORMATS:
             raise InputError(f"unknown --format {fmt_name!r}; known: auto, {', '.join(FORMATS)}")
         return FORMATS[fmt_name]
-    fmt = detect(path)
+    fmt = detect(path) or _by_suffix(path)
     if fmt is None:
         kind = "directory holds no recognised log" if path.is_dir() else "not a recognised log format"
         raise InputError(f"{path}: {kind}; pass --format ({', '.join(FORMATS)})")
     return fmt
+
+
+_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "csv"}
+
+
+def _by_suffix(path: Path) -> Format | None:
+    """A file the user named explicitly whose content sniffed as no known metric log:
+    its suffix decides, so the report can say which columns it did find."""
+    name = _SUFFIXES.get(path.suffix.lower()) if path.is_file() else None
+    return FORMATS.get(name) if name else None
 
 
 def read_run(path: Path, fmt_name: str = "auto", mapping: Mapping[str, str] | None = None,
@@ -104,8 +118,8 @@ def build_run(path: str, fmt: str, raw: RawLog, mapping: Mapping[str, str]) -> R
         s, dropped, nan_steps = _ordered(canon, steps, values)
         series[canon] = s
         if dropped:
-            notes.append(f"{dropped} '{col}' point(s) at a repeated step replaced by the later "
-                         "record (a resumed run writes its overlap again)")
+            notes.append(f"{dropped} '{col}' value(s) at a repeated step replaced by a later, "
+                         "different record (a resumed run writes its overlap again)")
         if nan_steps:
             notes.append(f"{nan_steps} '{col}' point(s) without a usable step ignored")
     columns = tuple(sorted(raw.columns))
@@ -115,7 +129,8 @@ def build_run(path: str, fmt: str, raw: RawLog, mapping: Mapping[str, str]) -> R
 
 
 def _ordered(name: str, steps: np.ndarray, values: np.ndarray) -> tuple[Series, int, int]:
-    """Sort by step; at repeated steps the later write wins."""
+    """Sort by step; at repeated steps the later write wins. Returns how many replaced
+    values differed from their replacement (identical repeats are not news)."""
     nan_steps = 0
     if np.isnan(steps).any():
         keep = ~np.isnan(steps)
@@ -127,4 +142,6 @@ def _ordered(name: str, steps: np.ndarray, values: np.ndarray) -> tuple[Series, 
     s, v = steps[order], values[order]
     last = np.ones(s.size, dtype=bool)
     last[:-1] = s[1:] != s[:-1]
-    return Series(name, s[last], v[last]), int((~last).sum()), nan_steps
+    repeat = np.flatnonzero(~last)
+    differing = int(np.count_nonzero(~np.isclose(v[repeat], v[repeat + 1], equal_nan=True)))
+    return Series(name, s[last], v[last]), differing, nan_steps

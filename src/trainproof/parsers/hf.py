@@ -1,51 +1,123 @@
 """HuggingFace Trainer `trainer_state.json`: the `log_history` list, train and eval
 entries alike. The end-of-training summary entry (train_runtime, train_loss, ...)
-is run metadata, not a loss point."""
+is run metadata, not a loss point.
+
+A million-entry log_history decoded at once costs ~0.6 KB of Python objects per
+entry, so the list is decoded in slices of a few MB cut at entry boundaries and
+turned into columns slice by slice. Anything unusual about the text (nested values,
+braces in strings) makes a slice fail to parse, and then the whole document is
+decoded in one piece instead: slower, never wrong."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from trainproof.model import InputError
 from trainproof.parsers.base import Columns, RawLog, require_file
-from trainproof.parsers.jsonutil import loads
+from trainproof.parsers.jsonutil import loads, may_have_bools
 from trainproof.parsers.rows import add_rows
 
 NAME = "hf"
+SLICE = 4 << 20
+_HISTORY = re.compile(rb'"log_history"\s*:\s*\[')
+_EMPTY = re.compile(rb"\s*\]")
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_END = re.compile(rb"\}\s*\]")
 _SUMMARY_KEYS = ("train_runtime", "total_flos")
 _META_KEYS = ("global_step", "max_steps", "logging_steps", "eval_steps", "save_steps",
               "num_train_epochs", "best_model_checkpoint", "best_metric", "train_batch_size")
+
+
+class _Irregular(Exception):
+    """The text is not laid out as trainers write it; decode it whole instead."""
 
 
 def sniff(name: str, head: bytes) -> bool:
     return name == "trainer_state.json" or (b'"log_history"' in head and head.lstrip()[:1] == b"{")
 
 
+def _slices(data: bytes) -> tuple[bytes, list[tuple[int, int]]]:
+    """(the document with an empty log_history, offsets of entry slices)."""
+    m = _HISTORY.search(data)
+    if m is None or _EMPTY.match(data, m.end()):
+        raise _Irregular
+    end = _END.search(data, m.end())
+    if end is None:
+        raise _Irregular
+    stop = end.start() + 1
+    out, pos = [], m.end()
+    while pos < stop:
+        cut = _BOUNDARY.search(data, pos + SLICE, stop) if pos + SLICE < stop else None
+        if cut is None:
+            out.append((pos, stop))
+            break
+        out.append((pos, cut.start() + 1))
+        pos = cut.end() - 1
+    return data[: m.end()] + data[end.end() - 1 :], out
+
+
+def _entries(data: bytes) -> tuple[dict[str, Any], Iterator[tuple[list[Any], bool]]]:
+    try:
+        rest, pieces = _slices(data)
+        doc = loads(rest)
+        decoded = [loads(b"[" + data[a:b] + b"]") for a, b in pieces[:1]]
+    except (_Irregular, ValueError):
+        return _whole(data)
+
+    def gen() -> Iterator[tuple[list[Any], bool]]:
+        yield decoded[0], may_have_bools(data[pieces[0][0]:pieces[0][1]])
+        for a, b in pieces[1:]:
+            raw = data[a:b]
+            yield loads(b"[" + raw + b"]"), may_have_bools(raw)
+
+    return doc, gen()
+
+
+def _whole(data: bytes) -> tuple[dict[str, Any], Iterator[tuple[list[Any], bool]]]:
+    doc = loads(data)
+    if not isinstance(doc, dict) or not isinstance(doc.get("log_history"), list):
+        raise _Irregular
+    history = doc["log_history"]
+    return doc, iter([(history, True)])
+
+
 def read(path: Path) -> RawLog:
     require_file(path)
     data = path.read_bytes()
     try:
-        doc = loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not valid JSON ({_short(exc)})") from None
-    del data
-    if not isinstance(doc, dict) or not isinstance(doc.get("log_history"), list):
-        raise InputError(f"{path}: not a trainer_state.json (no log_history list)")
-    history = doc["log_history"]
-    rows = [e for e in history if isinstance(e, dict)]
-    notes: list[str] = []
-    if len(rows) != len(history):
-        notes.append(f"{len(history) - len(rows)} log_history entries that are not objects ignored")
-    summary = [e for e in rows if any(k in e for k in _SUMMARY_KEYS)]
-    points = [e for e in rows if not any(k in e for k in _SUMMARY_KEYS)]
-    cols = Columns()
-    add_rows(points, cols, 0, "step" if any("step" in e for e in points[:50]) else None)
+        doc, chunks = _entries(data)
+        cols, notes = Columns(), []
+        records, not_objects, summary = 0, 0, None
+        for entries, bools in chunks:
+            rows = entries if set(map(type, entries)) == {dict} else [e for e in entries if type(e) is dict]
+            not_objects += len(entries) - len(rows)
+            points = [e for e in rows if not _is_summary(e)] if any(map(_is_summary, rows[-3:])) else rows
+            if len(points) != len(rows):
+                summary = next(e for e in reversed(rows) if _is_summary(e))
+            add_rows(points, cols, records, "step", bools)
+            records += len(points)
+    except (_Irregular, ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a readable trainer_state.json ({_short(exc)})") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: not a trainer_state.json (top level is not an object)")
+    if not_objects:
+        notes.append(f"{not_objects} log_history entries that are not objects ignored")
     notes.extend(cols.bad_notes())
     meta = {k: doc[k] for k in _META_KEYS if k in doc}
-    if summary:
-        meta["summary"] = {k: v for k, v in summary[-1].items() if isinstance(v, (int, float, str))}
-    return RawLog(cols.arrays(), records=len(points), notes=notes, meta=meta, step_column="step")
+    if summary is not None:
+        meta["summary"] = {k: v for k, v in summary.items() if isinstance(v, (int, float, str))}
+    return RawLog(cols.arrays(), records=records, notes=notes, meta=meta, step_column="step")
+
+
+def _is_summary(entry: dict[str, Any]) -> bool:
+    """The end-of-training entry (train_runtime, total_flos, ...): metadata, not a point.
+    Trainers append it last, so only the tail of each slice is inspected."""
+    return any(k in entry for k in _SUMMARY_KEYS)
 
 
 def _short(exc: Exception) -> str:
-    return str(exc).splitlines()[0][:120]
+    text = str(exc).splitlines()[0][:120] if str(exc) else "no log_history list"
+    return text

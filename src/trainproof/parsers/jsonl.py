@@ -13,7 +13,7 @@ from typing import Any
 
 from trainproof.parsers.base import Columns, RawLog, require_file
 from trainproof.parsers.columns import looks_like_metric
-from trainproof.parsers.jsonutil import loads
+from trainproof.parsers.jsonutil import loads, may_have_bools
 from trainproof.parsers.rows import add_rows, find_step_key, flatten
 
 NAME = "jsonl"
@@ -44,18 +44,26 @@ def sniff(name: str, head: bytes) -> bool:
     return False
 
 
-def _decode_lines(lines: list[bytes], tally: _Tally) -> list[dict[str, Any]]:
-    body = [ln for ln in lines if ln.strip()]
+def _decode_block(block: bytes, tally: _Tally) -> list[dict[str, Any]]:
+    """Rows of a block of complete lines: one C call when every line is a clean object."""
+    body = block.strip()
     if not body:
         return []
-    try:  # one C call for the whole block when every line is a clean object
-        rows = loads(b"[" + b",".join(body) + b"]")
-        if all(type(r) is dict for r in rows):
-            return rows
-    except (ValueError, UnicodeDecodeError):
-        pass
+    if body[:1] == b"{" and b"\n\n" not in body:
+        try:
+            rows = loads(b"[" + body.replace(b"\n", b",") + b"]")
+            if all(type(r) is dict for r in rows):
+                return rows
+        except (ValueError, UnicodeDecodeError):
+            pass
+    return _decode_lines(body.split(b"\n"), tally)
+
+
+def _decode_lines(lines: list[bytes], tally: _Tally) -> list[dict[str, Any]]:
     rows = []
-    for ln in body:
+    for ln in lines:
+        if not ln.strip():
+            continue
         s = ln.strip()
         if not s.startswith(b"{"):
             tally.non_object += 1
@@ -79,15 +87,15 @@ def read(path: Path) -> RawLog:
     decided = False
     half_written = False
 
-    def take(rows: list[dict[str, Any]], nested: bool) -> None:
+    def take(rows: list[dict[str, Any]], raw: bytes) -> None:
         nonlocal step_key, decided
         if not rows:
             return
-        if nested:
+        if b'":{' in raw or b'": {' in raw:
             rows = [flatten(r) for r in rows]
         if not decided:
             step_key, decided = find_step_key(set().union(*rows[:100])), True
-        add_rows(rows, cols, tally.records, step_key)
+        add_rows(rows, cols, tally.records, step_key, may_have_bools(raw))
         tally.records += len(rows)
 
     with open(path, "rb") as fh:
@@ -109,7 +117,7 @@ def read(path: Path) -> RawLog:
                 rest = b""
             chunk = rest + head
             rest = tail
-            take(_decode_lines(chunk.split(b"\n"), tally), b'":{' in chunk or b'": {' in chunk)
+            take(_decode_block(chunk, tally), chunk)
         if skipping:
             tally.oversized += 1
         elif rest.strip():
@@ -117,7 +125,7 @@ def read(path: Path) -> RawLog:
             if last is None:
                 half_written = True
             else:
-                take([last], b'":{' in rest or b'": {' in rest)
+                take([last], rest)
     return RawLog(cols.arrays(), tally.records, notes=_notes(tally, half_written, cols),
                   step_column=step_key)
 

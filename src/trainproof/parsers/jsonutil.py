@@ -1,10 +1,13 @@
 """JSON decoding shared by the JSON readers: orjson when installed (several times
-faster), the standard library otherwise and whenever the text holds the bare
-NaN/Infinity tokens Python's json writes (orjson rejects them by design)."""
+faster), the standard library otherwise. Python's json writes bare NaN/Infinity
+tokens, which orjson rejects by design: they are quoted first (the readers parse
+"NaN" and "Infinity" strings as numbers), and if quoting could have touched a
+string value the result fails to parse and the standard library decides."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 try:
@@ -12,17 +15,22 @@ try:
 except ImportError:  # optional speed-up ([fast] extra)
     _orjson = None
 
+_BARE = re.compile(rb'(?<![\w"])(-?Infinity|NaN)(?![\w"])')
 
-def loads(data: bytes | str) -> Any:
+
+def loads(data: bytes) -> Any:
     if _orjson is not None:
         try:
             return _orjson.loads(data)
         except _orjson.JSONDecodeError:
-            pass  # NaN/Infinity tokens, or invalid: the stdlib decides which
+            if _BARE.search(data):
+                try:
+                    return _orjson.loads(_BARE.sub(rb'"\1"', data))
+                except _orjson.JSONDecodeError:
+                    pass
     return json.loads(data)
 
 
-def column_values(rows: list[dict], key: str) -> tuple[list[Any], list[int]]:
-    """The values of `key` across rows and the indices of the rows that carry it."""
-    idx = [i for i, r in enumerate(rows) if key in r]
-    return [rows[i][key] for i in idx], idx
+def may_have_bools(raw: bytes) -> bool:
+    """False when the raw text cannot hold a JSON boolean (lets readers skip a scan)."""
+    return b"true" in raw or b"false" in raw

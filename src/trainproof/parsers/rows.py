@@ -1,14 +1,14 @@
-"""Decoded JSON rows (dicts) to columns, a chunk at a time, column-wise."""
+"""Decoded JSON rows (dicts) to columns, a block at a time, column-wise."""
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any
 
 import numpy as np
 
 from trainproof.parsers.base import Columns
 from trainproof.parsers.columns import is_step
-from trainproof.parsers.jsonutil import column_values
 from trainproof.parsers.numeric import to_float_array
 
 
@@ -29,6 +29,11 @@ def flatten(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def column(rows: list[dict[str, Any]], key: str) -> list[Any]:
+    """Every row's value for `key` (None where absent), looped in C."""
+    return list(map(dict.get, rows, repeat(key)))
+
+
 def find_step_key(keys: set[str]) -> str | None:
     hits = sorted(k for k in keys if is_step(k))
     for preferred in ("step", "global_step"):
@@ -43,37 +48,31 @@ def steps_for(rows: list[dict[str, Any]], step_key: str | None, first_index: int
     index = np.arange(first_index, first_index + n, dtype=np.float64)
     if step_key is None:
         return index
-    vals, idx = column_values(rows, step_key)
-    arr, ok = to_float_array(vals)
-    have = np.zeros(n, dtype=bool)
-    steps = index.copy()
-    pos = np.asarray(idx, dtype=np.int64)[ok]
-    steps[pos] = arr[ok]
-    have[pos] = True
+    steps, have = to_float_array(column(rows, step_key))
     if have.all():
         return steps
     carry = np.where(have, np.arange(n), -1)
     np.maximum.accumulate(carry, out=carry)
-    filled = np.where(carry >= 0, steps[np.maximum(carry, 0)], index)
-    return filled
+    return np.where(carry >= 0, steps[np.maximum(carry, 0)], index)
 
 
-def add_rows(rows: list[dict[str, Any]], cols: Columns, first_index: int,
-             step_key: str | None, skip: frozenset[str] = frozenset()) -> None:
+def add_rows(rows: list[dict[str, Any]], cols: Columns, first_index: int, step_key: str | None,
+             may_have_bools: bool = True) -> None:
     if not rows:
         return
     keys: set[str] = set().union(*rows)
     steps = steps_for(rows, step_key, first_index)
     for key in keys:
-        if key == step_key or key in skip:
+        if key == step_key:
             continue
-        vals, idx = column_values(rows, key)
-        arr, ok = to_float_array(vals)
+        vals = column(rows, key)
+        arr, ok = to_float_array(vals, may_have_bools)
         if not ok.any():
-            continue  # a text column ("mode": "train"), not a metric
-        sel = np.asarray(idx, dtype=np.int64)
+            continue  # absent here, or a text column ("mode": "train"), not a metric
         if ok.all():
-            cols.extend(key, steps[sel], arr)
-        else:
-            cols.extend(key, steps[sel[ok]], arr[ok])
-            cols.reject(key, int((~ok).sum()))
+            cols.extend(key, steps, arr)
+            continue
+        cols.extend(key, steps[ok], arr[ok])
+        bad = len(vals) - vals.count(None) - int(ok.sum())  # present but not a number
+        if bad:
+            cols.reject(key, bad)

@@ -11,7 +11,7 @@ import numpy as np
 from trainproof import stats
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.run import DIVERGE, edge_medians
+from trainproof.rules.run import edge_medians, loss_blocks
 
 G = "compare"
 
@@ -39,7 +39,7 @@ def comparable(pair: Pair) -> str | None:
 
 
 def _floor(s: Series) -> tuple[float, float]:
-    b = stats.block_medians(s.steps, s.values, int(DIVERGE.t("blocks")))
+    b = loss_blocks(s)
     i = int(b.medians.argmin())
     return float(b.medians[i]), float(b.steps[i])
 

@@ -14,11 +14,16 @@ from trainproof.rules.base import Example, Threshold, check, rule
 
 G = "single_run"
 
-_SMOOTH = Threshold(
+_BLOCK = Threshold(
+    3, "points",
+    "Floors and ends are medians of blocks of consecutive logged points: a level counts as "
+    "reached only when most of a block sits at it, so one lucky batch is not a floor. Three "
+    "is the smallest block with a majority.",
+)
+_BLOCKS = Threshold(
     50, "blocks",
-    "Logs of 100 points or more are reduced to medians of blocks of n // 50 points before a "
-    "floor or an end is taken, so one lucky or unlucky batch in a per-step log cannot decide "
-    "a verdict; shorter logs (HF averages loss over logging_steps) are used as written.",
+    "Long logs use blocks of n // 50 points, so per-step batch noise on a 100,000-step log "
+    "is damped as much as on a 150-step one.",
 )
 
 
@@ -197,8 +202,9 @@ def loss_flat(run: Run) -> list[Finding] | Skip:
 DIVERGE = rule(
     id="TP-DIVERGE", level=Level.FAIL, group=G,
     title="Loss curve is diverging.",
-    evidence="end loss {end} vs min loss {floor} at step {floor_step} ({through:.0%} through the "
-    "run); ratio {ratio:.2f} > {limit_ratio}",
+    evidence="end loss {end} vs floor {floor} around step {floor_step} ({through:.0%} through the "
+    "run); ratio {ratio:.2f} > {limit_ratio} (medians of {block}-point blocks; raw min {raw_min} at "
+    "step {raw_min_step}, raw end {raw_end})",
     summary="The run ended far above the best loss it had reached.",
     why="Hours of training after the best point made the model worse; the checkpoint worth "
     "keeping is behind you and every further step costs GPU time for nothing.",
@@ -208,10 +214,11 @@ DIVERGE = rule(
         "ratio": Threshold(1.5, "x floor", "Ending 50 % above the floor is far outside the "
                            "wobble of a converging run (healthy gallery runs end <= 1.15x)."),
         "min_points": Threshold(5, "points", "Needs a start, a floor and an end."),
-        "blocks": _SMOOTH,
+        "min_block": _BLOCK,
+        "max_blocks": _BLOCKS,
     },
-    fires=Example({"loss": [1.4, 1.3, 1.2, 2.5, 4.0, 6.0, 7.5]}),
-    passes=Example({"loss": [1.5, 1.3, 1.2, 1.1, 1.05, 1.0, 1.02]}),
+    fires=Example({"loss": [1.4, 1.3, 1.2, 1.25, 2.5, 4.0, 6.0, 7.5, 7.4]}),
+    passes=Example({"loss": [1.5, 1.3, 1.2, 1.1, 1.05, 1.0, 1.02, 1.01, 1.0]}),
     limits="A positive loss is required: ratios of losses that can be negative (ELBO, "
     "RL objectives) are meaningless, so the check is skipped for them.",
 )
@@ -220,7 +227,7 @@ DIVERGE_NOISE = rule(
     id="TP-DIVERGE-NOISE", level=Level.INFO, group=G,
     title="Raw end/min ratio is high, but within batch-to-batch noise.",
     evidence="raw end {raw_end} vs raw min {raw_min} at step {raw_min_step} is {raw_ratio:.2f}x, but "
-    "block medians of {block} points give {ratio:.2f}x (floor {floor} at step {floor_step}, end {end})",
+    "medians of {block}-point blocks give {ratio:.2f}x (floor {floor} around step {floor_step}, end {end})",
     summary="A single-point minimum makes the run look diverged; the smoothed curve does not.",
     why="Per-step losses of small batches scatter widely; the lowest single batch is not a "
     "floor the model reached. Saying so keeps a reader of the raw numbers from a false alarm.",
@@ -231,9 +238,9 @@ DIVERGE_NOISE = rule(
 )
 
 
-def _floor_and_end(s: Series) -> tuple[stats.Blocks, int]:
-    b = stats.block_medians(s.steps, s.values, int(DIVERGE.t("blocks")))
-    return b, int(np.argmin(b.medians))
+def loss_blocks(s: Series) -> stats.Blocks:
+    """The loss as divergence and the compare floor see it: medians of blocks."""
+    return stats.block_medians(s.steps, s.values, int(DIVERGE.t("min_block")), int(DIVERGE.t("max_blocks")))
 
 
 @check("divergence", DIVERGE, DIVERGE_NOISE)
@@ -243,21 +250,21 @@ def loss_diverging(run: Run) -> list[Finding] | Skip:
         return s
     if s.values.min() <= 0:
         return Skip(SkipKind.DEGENERATE, "loss is not positive; end/min ratio is meaningless")
-    b, i = _floor_and_end(s)
+    b = loss_blocks(s)
+    i = int(np.argmin(b.medians))
     floor, end = float(b.medians[i]), float(b.medians[-1])
     ratio = end / floor
     first, last = float(s.steps[0]), float(s.steps[-1])
     through = (b.steps[i] - first) / (last - first) if last > first else 0.0
-    common = dict(end=end, floor=floor, floor_step=float(b.steps[i]), ratio=ratio,
-                  through=float(through), block=b.size)
-    if ratio > DIVERGE.t("ratio"):
-        return [DIVERGE.finding(_where(run, b.steps[i]), **common)]
     j = int(np.argmin(s.values))
     raw_ratio = float(s.values[-1] / s.values[j])
-    if b.size > 1 and raw_ratio > DIVERGE_NOISE.t("ratio"):
-        return [DIVERGE_NOISE.finding(_where(run, s.steps[j]), raw_end=float(s.values[-1]),
-                                      raw_min=float(s.values[j]), raw_min_step=float(s.steps[j]),
-                                      raw_ratio=raw_ratio, **common)]
+    common = dict(end=end, floor=floor, floor_step=float(b.steps[i]), ratio=ratio,
+                  through=float(through), block=b.size, raw_end=float(s.values[-1]),
+                  raw_min=float(s.values[j]), raw_min_step=float(s.steps[j]))
+    if ratio > DIVERGE.t("ratio"):
+        return [DIVERGE.finding(_where(run, b.steps[i]), **common)]
+    if raw_ratio > DIVERGE_NOISE.t("ratio"):
+        return [DIVERGE_NOISE.finding(_where(run, s.steps[j]), raw_ratio=raw_ratio, **common)]
     return []
 
 

@@ -4,7 +4,7 @@ curve - passed (and what that covered), or could not be judged (and why)."""
 from __future__ import annotations
 
 from trainproof.model import Level
-from trainproof.rules.base import rule
+from trainproof.rules.base import Threshold, rule
 
 PASS = rule(
     id="TP-PASS", level=Level.PASS, group="single_run",
@@ -40,11 +40,15 @@ NO_LOSS = rule(
 
 NOT_CHECKED = rule(
     id="TP-NOT-CHECKED", level=Level.NOT_CHECKED, group="single_run",
-    title="No check could run on this log.",
-    evidence="Skipped: {skipped}.",
-    summary="A loss exists but every check was skipped (too few points, degenerate data); exit 2.",
-    why="A verdict that checked nothing is not a PASS.",
+    title="Too little of the loss curve to judge.",
+    evidence="{n} finite loss point(s), fewer than the {limit_min_points} any curve check needs. "
+    "Skipped: {skipped}.",
+    summary="A loss exists but is too short for any curve check; exit 2 unless a NaN check FAILed.",
+    why="A verdict that checked nothing is not a PASS: one point is not a flat run, and two "
+    "points are not a trend.",
     fix="Judge a longer log, or log more often.",
+    thresholds={"min_points": Threshold(5, "finite loss points", "The smallest window any curve "
+                                        "check (divergence, flat, zero-loss) uses.")},
 )
 
 CMP_PASS = rule(
