@@ -54,7 +54,7 @@ def test_truncated_trainer_state(run_cli, tmp_path):
 def test_no_loss_column_is_exit_2_naming_columns(run_cli, tmp_path):
     p = tmp_path / "log.jsonl"
     p.write_text("\n".join(json.dumps({"step": i, "lr": 1e-3, "accuracy": 0.5}) for i in range(20)))
-    code, out, err = run_cli("epoch", p, "--json")
+    code, out, _err = run_cli("epoch", p, "--json")
     doc = json.loads(out)
     assert code == 2
     f = doc["reports"][0]["findings"][0]
