@@ -1,0 +1,149 @@
+"""`TrainproofCallback` for the HuggingFace `transformers.Trainer`: the `epoch` rules
+judged on the Trainer's own log events while it trains.
+
+    Trainer(..., callbacks=[TrainproofCallback(policy="warn")])        # or "stop_on_fail"
+
+Ranks: the Trainer calls `on_log` on every process with the same numbers (the loss is
+gathered and averaged across ranks before it is logged; grad_norm is the norm of the
+all-reduced gradients; the learning rate comes from the shared schedule). The stop
+decision is a deterministic function of those numbers alone, so every rank reaches the
+same decision at the same step without a collective. Only the main process prints or
+writes the JSON report."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from trainproof.integrations._guardian import (
+    GpuProbe,
+    Guardian,
+    StepTimer,
+    abort_message,
+    local_device_index,
+    numeric,
+    warn_message,
+)
+from trainproof.model import Finding, Report, Verdict
+
+try:
+    from transformers import TrainerCallback
+except ImportError as exc:  # pragma: no cover - exercised only without transformers
+    raise ImportError("trainproof.integrations.hf needs transformers (pip install transformers)") from exc
+
+_SUMMARY_KEYS = ("train_runtime", "total_flos")  # the end-of-training summary, not a loss point
+
+
+def _guarded(where: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """An exception inside the callback is recorded and reported once; it never reaches
+    the training loop."""
+
+    def wrap(fn: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(fn)
+        def hook(self: TrainproofCallback, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            try:
+                fn(self, args, state, control, **kw)
+            except Exception as exc:
+                line = self._guardian.record_error(where, exc)
+                if line and getattr(state, "is_world_process_zero", True):
+                    print(line, file=sys.stderr)
+            return None
+
+        return hook
+
+    return wrap
+
+
+class TrainproofCallback(TrainerCallback):
+    """Judges the run on every log event. policy="warn" never interrupts; "stop_on_fail"
+    sets control.should_training_stop on the first FAIL. After training, `verdict`,
+    `findings`, `report`, `stopped_at` and `errors` hold the outcome; `report_path`
+    receives the JSON report (schema of `trainproof epoch --json`)."""
+
+    def __init__(self, policy: str = "warn", report_path: str | os.PathLike[str] | None = None) -> None:
+        self._guardian = Guardian(policy, "hf-trainer", "hf-callback")
+        self.policy = policy
+        self.report_path = report_path
+        self._timer = StepTimer()
+        self._gpu: GpuProbe | None = None
+
+    @property
+    def report(self) -> Report | None:
+        return self._guardian.report
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return None if self.report is None else self.report.verdict
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return () if self.report is None else self.report.findings
+
+    @property
+    def stopped_at(self) -> float | None:
+        return self._guardian.stopped_at
+
+    @property
+    def errors(self) -> list[str]:
+        return self._guardian.errors
+
+    @_guarded("on_train_begin")
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        scheduled = int(state.max_steps or 0) or None
+        self._guardian = Guardian(self.policy, str(args.output_dir), "hf-callback", scheduled)
+        device = getattr(args, "device", None)
+        if getattr(device, "type", "") == "cuda":
+            self._gpu = GpuProbe(local_device_index(getattr(device, "index", None)))
+
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        self._timer.begin()
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        self._timer.end()
+
+    @_guarded("on_log")
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any) -> None:
+        if not logs or any(k in logs for k in _SUMMARY_KEYS):
+            return
+        values = numeric(logs)
+        if not values:
+            return
+        g, step = self._guardian, float(state.global_step)
+        g.metrics.add(step, {**values, **self._telemetry()})
+        if not g.due(values):
+            return
+        report = g.judge()
+        fresh = g.new_findings(report)
+        grounds = g.decide_stop(report, step)
+        main = state.is_world_process_zero
+        if grounds:
+            control.should_training_stop = True
+            if main:
+                print(abort_message(grounds, step, g.scheduled), file=sys.stderr)
+        elif fresh and main:
+            print(warn_message(fresh, step, self.policy), file=sys.stderr)
+
+    @_guarded("on_train_end")
+    def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        g = self._guardian
+        if g.metrics.records:
+            report = g.judge(with_telemetry=True)
+            if state.is_world_process_zero:
+                ids = ", ".join(sorted({f.rule_id for f in report.findings})) or "none"
+                print(f"TRAINPROOF verdict: {report.verdict.value} ({ids})", file=sys.stderr)
+        if self.report_path is not None and state.is_world_process_zero:
+            g.write_json(self.report_path)
+
+    def _telemetry(self) -> dict[str, float]:
+        out = {}
+        st = self._timer.take()
+        if st is not None:
+            out["step_time"] = st
+        if self._gpu is not None:
+            util = self._gpu.read()
+            if util is not None:
+                out["gpu_util"] = util
+        return out
