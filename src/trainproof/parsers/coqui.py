@@ -8,6 +8,7 @@ the last global step seen. BEST MODEL and CHECKPOINT lines are kept as metadata.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from trainproof.parsers.base import Columns, RawLog, number, require_file
@@ -25,43 +26,60 @@ def sniff(name: str, head: bytes) -> bool:
     return b"GLOBAL_STEP:" in head or b"> Training Environment:" in head
 
 
+class Decoder:
+    """The log's state machine, fed whole lines: `read` feeds it a file, `watch` the
+    lines each poll found appended."""
+
+    def __init__(self) -> None:
+        self.cols = Columns()
+        self.step: float = 0.0
+        self.mode = ""
+        self.records = 0
+        self.best: list[str] = []
+        self.checkpoints: list[str] = []
+
+    def feed(self, lines: Iterable[bytes]) -> None:
+        for raw in lines:
+            self._line(_ANSI.sub(b"", raw) if b"\x1b" in raw else raw)
+
+    def _line(self, line: bytes) -> None:
+        m = _FIELD.match(line)
+        if m:
+            if self.mode:
+                _field(self.cols, self.mode, self.step, m.group(1).decode("ascii", "replace"), m.group(2))
+            return
+        if b"GLOBAL_STEP:" in line:
+            sm = _STEP.search(line)
+            if sm:
+                self.step, self.mode = float(sm.group(1)), "train"
+                self.records += 1
+        elif b"EVAL PERFORMANCE" in line:
+            self.mode = "eval"
+            self.records += 1
+        elif b"BEST MODEL" in line or b"CHECKPOINT" in line:
+            sv = _SAVED.search(line)
+            if sv:
+                target = self.best if sv.group(1) == b"BEST MODEL" else self.checkpoints
+                target.append(_basename(sv.group(2).decode("utf-8", "replace")))
+        elif line.strip().startswith(b">") and b"EPOCH" in line:
+            self.mode = ""
+
+    def raw(self) -> RawLog:
+        meta: dict[str, object] = {}
+        if self.best:
+            meta["best_model"] = self.best[-1]
+        if self.checkpoints:
+            meta["last_checkpoint"] = self.checkpoints[-1]
+        return RawLog(self.cols.arrays(), self.records, notes=self.cols.bad_notes(), meta=meta,
+                      step_column="GLOBAL_STEP")
+
+
 def read(path: Path) -> RawLog:
     require_file(path)
-    cols = Columns()
-    step: float = 0.0
-    mode = ""
-    records = 0
-    best: list[str] = []
-    checkpoints: list[str] = []
+    decoder = Decoder()
     with open(path, "rb") as fh:
-        for raw in fh:
-            line = _ANSI.sub(b"", raw) if b"\x1b" in raw else raw
-            m = _FIELD.match(line)
-            if m:
-                if mode:
-                    _field(cols, mode, step, m.group(1).decode("ascii", "replace"), m.group(2))
-                continue
-            if b"GLOBAL_STEP:" in line:
-                sm = _STEP.search(line)
-                if sm:
-                    step, mode = float(sm.group(1)), "train"
-                    records += 1
-            elif b"EVAL PERFORMANCE" in line:
-                mode = "eval"
-                records += 1
-            elif b"BEST MODEL" in line or b"CHECKPOINT" in line:
-                sv = _SAVED.search(line)
-                if sv:
-                    target = best if sv.group(1) == b"BEST MODEL" else checkpoints
-                    target.append(_basename(sv.group(2).decode("utf-8", "replace")))
-            elif line.strip().startswith(b">") and b"EPOCH" in line:
-                mode = ""
-    meta: dict[str, object] = {}
-    if best:
-        meta["best_model"] = best[-1]
-    if checkpoints:
-        meta["last_checkpoint"] = checkpoints[-1]
-    return RawLog(cols.arrays(), records, notes=cols.bad_notes(), meta=meta, step_column="GLOBAL_STEP")
+        decoder.feed(fh)
+    return decoder.raw()
 
 
 def _field(cols: Columns, mode: str, step: float, key: str, raw: bytes) -> None:

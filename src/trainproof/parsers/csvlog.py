@@ -22,7 +22,7 @@ BLOCK_ROWS = 100_000
 csv.field_size_limit(16 << 20)
 
 
-def _dialect(sample: str) -> type[csv.Dialect] | csv.Dialect:
+def dialect(sample: str) -> type[csv.Dialect] | csv.Dialect:
     try:
         return csv.Sniffer().sniff(sample, delimiters=",\t;|")
     except csv.Error:
@@ -34,7 +34,7 @@ def sniff(name: str, head: bytes) -> bool:
         return False
     text = head.decode("utf-8", "replace")
     first = text.splitlines()[0] if text else ""
-    header = next(csv.reader([first], _dialect(text[:4096])), [])
+    header = next(csv.reader([first], dialect(text[:4096])), [])
     return any(looks_like_metric(h) for h in header)
 
 
@@ -45,7 +45,7 @@ def read(path: Path) -> RawLog:
         if "\x00" in sample:
             raise InputError(f"{path}: binary data, not a CSV log")
         fh.seek(0)
-        reader = csv.reader(fh, _dialect(sample))
+        reader = csv.reader(fh, dialect(sample))
         header = next(reader, None)
         if not header:
             return RawLog({}, 0, notes=["empty file"])
@@ -56,7 +56,7 @@ def read(path: Path) -> RawLog:
             block = [r for _, r in zip(range(BLOCK_ROWS), reader, strict=False)]
             if not block:
                 break
-            ragged += _add_block(block, header, step_key, records, cols)
+            ragged += add_block(block, header, step_key, records, cols)
             records += len(block)
     notes = cols.bad_notes()
     if ragged:
@@ -64,7 +64,7 @@ def read(path: Path) -> RawLog:
     return RawLog(cols.arrays(), records, notes=notes, step_column=step_key)
 
 
-def _add_block(block: list[list[str]], header: list[str], step_key: str | None,
+def add_block(block: list[list[str]], header: list[str], step_key: str | None,
                first: int, cols: Columns) -> int:
     width = len(header)
     ragged = sum(1 for r in block if len(r) > width)

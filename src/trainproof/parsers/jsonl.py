@@ -22,7 +22,7 @@ MAX_LINE = 64 << 20  # a longer "line" is not a log record; skip it instead of b
 
 
 @dataclass
-class _Tally:
+class Tally:
     records: int = 0
     non_object: int = 0
     malformed: int = 0
@@ -44,7 +44,7 @@ def sniff(name: str, head: bytes) -> bool:
     return False
 
 
-def _decode_block(block: bytes, tally: _Tally) -> list[dict[str, Any]]:
+def _decode_block(block: bytes, tally: Tally) -> list[dict[str, Any]]:
     """Rows of a block of complete lines: one C call when every line is a clean object."""
     body = block.strip()
     if not body:
@@ -59,7 +59,7 @@ def _decode_block(block: bytes, tally: _Tally) -> list[dict[str, Any]]:
     return _decode_lines(body.split(b"\n"), tally)
 
 
-def _decode_lines(lines: list[bytes], tally: _Tally) -> list[dict[str, Any]]:
+def _decode_lines(lines: list[bytes], tally: Tally) -> list[dict[str, Any]]:
     rows = []
     for ln in lines:
         if not ln.strip():
@@ -80,9 +80,18 @@ def _decode_lines(lines: list[bytes], tally: _Tally) -> list[dict[str, Any]]:
     return rows
 
 
+def decode_block(chunk: bytes, tally: Tally) -> list[dict[str, Any]]:
+    """The records of a block of complete lines, nested objects flattened: what `watch`
+    feeds each poll's appended lines through (read() does the same inline)."""
+    rows = _decode_block(chunk, tally)
+    if rows and (b'":{' in chunk or b'": {' in chunk):
+        rows = [flatten(r) for r in rows]
+    return rows
+
+
 def read(path: Path) -> RawLog:
     require_file(path)
-    cols, tally = Columns(), _Tally()
+    cols, tally = Columns(), Tally()
     step_key: str | None = None
     decided = False
     half_written = False
@@ -126,7 +135,7 @@ def read(path: Path) -> RawLog:
                 half_written = True
             else:
                 take([last], rest)
-    return RawLog(cols.arrays(), tally.records, notes=_notes(tally, half_written, cols),
+    return RawLog(cols.arrays(), tally.records, notes=tally_notes(tally, half_written, cols),
                   step_column=step_key)
 
 
@@ -139,7 +148,7 @@ def _last_line(raw: bytes) -> dict[str, Any] | None:
     return row if type(row) is dict else None
 
 
-def _notes(t: _Tally, half_written: bool, cols: Columns) -> list[str]:
+def tally_notes(t: Tally, half_written: bool, cols: Columns) -> list[str]:
     notes = []
     if t.non_object:
         notes.append(f"{t.non_object} non-object line(s) (banners, plain text) skipped")
