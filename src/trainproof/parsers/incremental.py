@@ -1,0 +1,196 @@
+"""Logs read while they grow. Line formats (JSONL, CSV, Coqui) are decoded
+incrementally: each poll feeds only the complete lines appended since the last one
+to the same block decoders `read` uses. Formats written whole or as binary records
+(trainer_state.json, TensorBoard event files and any other registered format) are
+re-read through `read_run` only when their size or mtime changed."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from trainproof.model import InputError, Run
+from trainproof.parsers import build_run, coqui, csvlog, jsonl, read_run
+from trainproof.parsers.base import Columns, RawLog
+from trainproof.parsers.jsonutil import may_have_bools
+from trainproof.parsers.rows import add_rows, find_step_key
+from trainproof.tail import Tail
+
+
+class Decoder(Protocol):
+    def feed(self, data: bytes) -> None: ...
+
+    def raw(self) -> RawLog: ...
+
+
+def _compact(cols: Columns) -> tuple[dict, Columns]:
+    """The columns as arrays, and a Columns holding them as one chunk each, so that a
+    long watch does not pile up one chunk per poll."""
+    arrays = cols.arrays()
+    fresh = Columns()
+    for name, (steps, values) in arrays.items():
+        fresh.extend(name, steps, values)
+    fresh.bad.update(cols.bad)
+    return arrays, fresh
+
+
+class JsonlDecoder:
+    def __init__(self) -> None:
+        self.cols, self.tally = Columns(), jsonl.Tally()
+        self.step_key: str | None = None
+        self._decided = False
+
+    def feed(self, data: bytes) -> None:
+        rows = jsonl.decode_block(data, self.tally)
+        if not rows:
+            return
+        if not self._decided:
+            self.step_key, self._decided = find_step_key(set().union(*rows[:100])), True
+        add_rows(rows, self.cols, self.tally.records, self.step_key, may_have_bools(data))
+        self.tally.records += len(rows)
+
+    def raw(self) -> RawLog:
+        arrays, self.cols = _compact(self.cols)
+        return RawLog(arrays, self.tally.records, notes=jsonl.tally_notes(self.tally, False, self.cols),
+                      step_column=self.step_key)
+
+
+class CsvDecoder:
+    def __init__(self) -> None:
+        self.cols = Columns()
+        self.header: list[str] | None = None
+        self.step_key: str | None = None
+        self.records = self.ragged = 0
+        self._dialect: type[csv.Dialect] | csv.Dialect = csv.excel
+
+    def feed(self, data: bytes) -> None:
+        text = data.decode("utf-8", "replace")
+        if self.header is None:
+            first, _, rest = text.partition("\n")
+            self._dialect = csvlog.dialect(text[:65536])
+            self.header = [h.strip() for h in next(csv.reader([first.rstrip("\r")], self._dialect), [])]
+            self.step_key = find_step_key(set(self.header))
+            text = rest
+        rows = [r for r in csv.reader(io.StringIO(text), self._dialect) if r]
+        if rows and self.header:
+            self.ragged += csvlog.add_block(rows, self.header, self.step_key, self.records, self.cols)
+            self.records += len(rows)
+
+    def raw(self) -> RawLog:
+        arrays, self.cols = _compact(self.cols)
+        notes = self.cols.bad_notes()
+        if self.ragged:
+            notes.append(f"{self.ragged} row(s) with more cells than the header; extra cells ignored")
+        return RawLog(arrays, self.records, notes=notes, step_column=self.step_key)
+
+
+class CoquiDecoder:
+    def __init__(self) -> None:
+        self.decoder = coqui.Decoder()
+
+    def feed(self, data: bytes) -> None:
+        self.decoder.feed(data.splitlines(keepends=True))
+
+    def raw(self) -> RawLog:
+        _, self.decoder.cols = _compact(self.decoder.cols)
+        return self.decoder.raw()
+
+
+DECODERS: Mapping[str, type] = {jsonl.NAME: JsonlDecoder, csvlog.NAME: CsvDecoder, coqui.NAME: CoquiDecoder}
+
+
+@dataclass(frozen=True)
+class Update:
+    changed: bool  # new data was read: judge again
+    restarted: str | None = None  # the log was truncated/replaced/rewritten; earlier data dropped
+    missing: bool = False
+    problem: str | None = None  # a re-read failed (e.g. a half-rewritten JSON file); last run kept
+
+
+class LineSource:
+    """A line-format log followed by a Tail and decoded incrementally."""
+
+    def __init__(self, path: Path, fmt: str, display: str, mapping: Mapping[str, str]) -> None:
+        self.fmt, self.display, self.mapping = fmt, display, mapping
+        self.tail = Tail(path)
+        self.decoder: Decoder = DECODERS[fmt]()
+        self.fed = False
+
+    def update(self) -> Update:
+        changed, restarted = False, None
+        while True:
+            chunk = self.tail.poll()
+            if chunk.missing:
+                return Update(changed, restarted, missing=True)
+            if chunk.restarted:
+                self.decoder, restarted, changed = DECODERS[self.fmt](), chunk.restarted, True
+            if chunk.data:
+                self.decoder.feed(chunk.data)
+                changed = self.fed = True
+            if not chunk.more:
+                return Update(changed, restarted)
+
+    def run(self) -> Run:
+        return build_run(self.display, self.fmt, self.decoder.raw(), self.mapping)
+
+
+class RereadSource:
+    """A log re-read whole (through the format registry) whenever its files change."""
+
+    def __init__(self, path: Path, fmt: str, display: str, mapping: Mapping[str, str]) -> None:
+        self.path, self.fmt, self.display, self.mapping = path, fmt, display, mapping
+        self._seen: object = None
+        self._run: Run | None = None
+        self._ident: object = None
+
+    def update(self) -> Update:
+        mark = fingerprint(self.path)
+        if mark is None:
+            return Update(False, missing=True)
+        if mark == self._seen:
+            return Update(False)
+        try:
+            run = read_run(self.path, self.fmt, self.mapping, display=self.display)
+        except InputError as exc:  # caught mid-rewrite: keep the last good read, try next poll
+            return Update(False, problem=str(exc))
+        self._seen = mark
+        ident = mark[0] if self.path.is_file() else None
+        restarted = "replaced" if self._ident is not None and ident != self._ident else None
+        self._run, self._ident = run, ident
+        return Update(True, restarted)
+
+    def run(self) -> Run | None:
+        return self._run
+
+
+def fingerprint(path: Path) -> tuple | None:
+    """What changes when the log changes: (inode, size, mtime) of the file, or of every
+    file under a run directory."""
+    try:
+        if path.is_dir():
+            marks = []
+            for root, _, files in os.walk(path):
+                for name in files:
+                    full = os.path.join(root, name)
+                    try:
+                        st = os.stat(full)
+                    except FileNotFoundError:  # removed while we walked
+                        continue
+                    marks.append((full, st.st_size, st.st_mtime_ns))
+            return (None, tuple(sorted(marks)))
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return ((st.st_dev, st.st_ino), st.st_size, st.st_mtime_ns)
+
+
+def open_source(path: Path, fmt: str, display: str, mapping: Mapping[str, str]) -> LineSource | RereadSource:
+    """The way to follow `path` as format `fmt` (a registered format name)."""
+    if fmt in DECODERS and path.is_file():
+        return LineSource(path, fmt, display, mapping)
+    return RereadSource(path, fmt, display, mapping)
