@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -155,12 +156,24 @@ def test_lightning_metrics_csv_replayed_line_by_line(tmp_path, capsys):
 @pytest.mark.skipif("tfevents" not in FORMATS, reason="the TensorBoard reader is not in this tree")
 def test_a_tensorboard_run_directory_is_watched_through_its_files(tmp_path, capsys):
     SummaryWriter = pytest.importorskip("torch.utils.tensorboard").SummaryWriter
-    with SummaryWriter(str(tmp_path)) as tb:
-        for step in range(1, 31):
+    tb = SummaryWriter(str(tmp_path))
+    tb.add_scalar("train/loss", 3.0, 1)
+    tb.flush()
+
+    def write():  # the real SummaryWriter, appending while watch polls the directory
+        for step in range(2, 31):
             tb.add_scalar("train/loss", 3.0 / step ** 0.5, step)
-    code = main(["watch", str(tmp_path), "--interval", "0.05", "--max-duration", "1"])
+            tb.flush()
+            time.sleep(0.02)
+        tb.close()
+
+    t = threading.Thread(target=write)
+    t.start()
+    code = main(["watch", str(tmp_path), "--interval", "0.05", "--max-duration", "2.5"])
+    t.join()
     out = capsys.readouterr().out
-    assert code == 0 and "30 records: PASS" in out
+    assert code == 0 and "step 30, 30 records: PASS" in out
+    assert out.count("records: ") > 2  # seen while it grew
 
 
 def test_bad_options_are_exit_2(tmp_path, capsys):

@@ -155,7 +155,8 @@ def warn_message(findings: list[Finding], step: float, policy: str) -> str:
     lines = [f"TRAINPROOF at step {step:g}: new findings (training continues)", *finding_lines(findings)]
     waiting = sorted({f.rule_id for f in findings if f.rule_id in PROGRESS_RULES and f.level is Level.FAIL})
     if waiting and policy == "stop_on_fail":
-        lines.append(f"  ({', '.join(waiting)} judge a whole run's progress: stop_on_fail acts on them "
+        verb, them = ("judges", "it") if len(waiting) == 1 else ("judge", "them")
+        lines.append(f"  ({', '.join(waiting)} {verb} a whole run's progress: stop_on_fail acts on {them} "
                      f"only after {STOPPED.t('patience'):.0%} of the scheduled steps)")
     return "\n".join(lines)
 
