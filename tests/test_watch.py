@@ -176,6 +176,49 @@ def test_a_tensorboard_run_directory_is_watched_through_its_files(tmp_path, caps
     assert out.count("records: ") > 2  # seen while it grew
 
 
+def test_a_log_restarted_in_place_is_judged_from_its_new_start(tmp_path, capsys):
+    log = tmp_path / "train.jsonl"
+    writer("jsonl", log, 60, "diverge", 0).wait(timeout=30)  # an old, failed run
+
+    def restart():
+        time.sleep(0.6)
+        log.write_text("")  # truncated by the next run, which then appends
+        writer("jsonl", log, 30, "healthy", 0).wait(timeout=30)
+
+    t = threading.Thread(target=restart)
+    t.start()
+    code = main(["watch", str(log), "--interval", "0.1", "--max-duration", "2.5", "--stall-timeout", "10"])
+    t.join()
+    out = capsys.readouterr().out
+    assert "FAIL - TP-DIVERGE" in out and "log truncated: judging it from the start" in out
+    assert code == 0 and "step 30, 30 records: PASS" in out
+
+
+def test_a_log_that_vanishes_keeps_its_last_verdict(tmp_path, capsys):
+    log = tmp_path / "train.jsonl"
+    writer("jsonl", log, 60, "diverge", 0).wait(timeout=30)
+
+    def remove():
+        time.sleep(0.5)
+        log.unlink()
+
+    t = threading.Thread(target=remove)
+    t.start()
+    code = main(["watch", str(log), "--interval", "0.1", "--stall-timeout", "0.5", "--max-duration", "10"])
+    t.join()
+    out = capsys.readouterr().out
+    assert code == 1 and "disappeared and did not come back" in out and "VERDICT: FAIL" in out
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_fifo_is_refused_at_once(tmp_path, capsys):
+    fifo = tmp_path / "log.jsonl"
+    os.mkfifo(fifo)
+    t0 = time.monotonic()
+    assert main(["watch", str(fifo), "--format", "jsonl", "--interval", "0.1"]) == 2
+    assert time.monotonic() - t0 < 5 and "not a regular file" in capsys.readouterr().err
+
+
 def test_bad_options_are_exit_2(tmp_path, capsys):
     assert main(["watch", str(tmp_path / "x.jsonl"), "--interval", "0"]) == 2
     assert "--interval" in capsys.readouterr().err

@@ -75,7 +75,8 @@ class Watch:
         self._shown: tuple | None = None
         self._waiting_said = False
         self._problem_since: float | None = None
-        self._problem_said = False
+        self._notes: list[str] = []  # said during the watch; they travel with every later report
+        self._ended = "interrupted before anything could be read"
 
     def run(self) -> ReportSet:
         try:
@@ -84,7 +85,7 @@ class Watch:
         except KeyboardInterrupt:
             self._say("interrupted")
         if self.report is None:
-            return ReportSet(NAME, error=f"{self.args.log}: interrupted before anything could be read")
+            return ReportSet(NAME, error=f"{self.args.log}: {self._ended}")
         return ReportSet(NAME, (self.report,))
 
     def _open(self) -> LineSource | RereadSource:
@@ -95,10 +96,12 @@ class Watch:
                 return open_source(self.path, fmt.name, self.args.log, getattr(self.args, "map", {}) or {})
             except InputError as exc:
                 waited = time.monotonic() - self.start
-                if waited >= self.grace:
-                    raise InputError(f"{exc} (waited {waited:.0f} s for it)") from None
+                hopeless = self.path.exists() and not (self.path.is_file() or self.path.is_dir())
+                if hopeless or waited >= self.grace:
+                    raise InputError(f"{exc} (waited {waited:.0f} s for it)" if waited else str(exc)) from None
                 if not self._waiting_said:
-                    self._say(f"waiting for {self.args.log} to appear (up to {self.grace:g} s)")
+                    what = "to hold a recognisable log" if self.path.exists() else "to appear"
+                    self._say(f"waiting for {self.args.log} {what} (up to {self.grace:g} s)")
                     self._waiting_said = True
                 time.sleep(min(self.args.interval, 1.0, self.grace - waited))
 
@@ -116,12 +119,13 @@ class Watch:
             if upd.missing:
                 missing_since = missing_since or now
                 if now - missing_since >= self.grace:
-                    self._note(f"the log disappeared and did not come back within {self.grace:g} s")
+                    self._ended = f"disappeared and did not come back within {self.grace:g} s"
+                    self._note(f"the log {self._ended}")
                     return
             else:
                 missing_since = None
-            if upd.problem and self._unreadable(upd.problem, now, judged is None):
-                return
+            if upd.problem:
+                self._unreadable(upd.problem, now, judged is None)
             if upd.changed:
                 self._problem_since = None
                 run_ = source.run()
@@ -129,24 +133,24 @@ class Watch:
                     progress.saw(run_, now)
                     judged = judge_run(run_)
             if judged is not None:
-                self.report = with_stall(judged, progress, now, self.args)
+                report = with_stall(judged, progress, now, self.args)
+                self.report = replace(report, notes=(*report.notes, *self._notes))
                 self._show(self.report, upd.changed)
             if self._done(run_, now):
                 return
             self._sleep(now)
 
-    def _unreadable(self, problem: str, now: float, nothing_yet: bool) -> bool:
+    def _unreadable(self, problem: str, now: float, nothing_yet: bool) -> None:
         """A re-read that keeps failing: tolerated for the grace (a rewrite in progress),
         then said once; exit 2 if nothing was ever read."""
-        self._problem_since = self._problem_since or now
-        if now - self._problem_since < self.grace:
-            return False
+        since = self._problem_since = self._problem_since or now
+        if now - since < self.grace:
+            return
         if nothing_yet:
-            raise InputError(f"{problem} (for {now - self._problem_since:.0f} s)")
-        if not self._problem_said:
-            self._note(f"cannot re-read the log, keeping the last verdict: {problem}")
-            self._problem_said = True
-        return False
+            raise InputError(f"{problem} (for {now - since:.0f} s)")
+        note = f"cannot re-read the log, keeping the last verdict: {problem}"
+        if note not in self._notes:
+            self._note(note)
 
     def _done(self, run_: Run | None, now: float) -> bool:
         if self.args.until_fail and self.report is not None and self.report.verdict is Verdict.FAIL:
@@ -164,6 +168,7 @@ class Watch:
 
     def _note(self, text: str) -> None:
         self._say(text)
+        self._notes.append(text)
         if self.report is not None:
             self.report = replace(self.report, notes=(*self.report.notes, text))
 

@@ -127,7 +127,7 @@ class Guardian:
     def write_json(self, path: str | os.PathLike[str]) -> None:
         from trainproof.render import jsonout
 
-        rs = ReportSet("guard", (self.report,)) if self.report else ReportSet("guard", error="nothing logged")
+        rs = ReportSet("callback", (self.report,)) if self.report else ReportSet("callback", error="nothing logged")
         Path(path).write_text(jsonout.render(rs), encoding="utf-8")
 
 

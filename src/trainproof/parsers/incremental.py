@@ -146,7 +146,6 @@ class RereadSource:
         self.path, self.fmt, self.display, self.mapping = path, fmt, display, mapping
         self._seen: object = None
         self._run: Run | None = None
-        self._ident: object = None
 
     def update(self) -> Update:
         mark = fingerprint(self.path)
@@ -159,9 +158,11 @@ class RereadSource:
         except InputError as exc:  # caught mid-rewrite: keep the last good read, try next poll
             return Update(False, problem=str(exc))
         self._seen = mark
-        ident = mark[0] if self.path.is_file() else None
-        restarted = "replaced" if self._ident is not None and ident != self._ident else None
-        self._run, self._ident = run, ident
+        before = self._run.step_span if self._run is not None else None
+        after = run.step_span
+        # re-read whole, nothing is lost; but a log that now ends earlier is a new run
+        restarted = "rewritten" if before and after and after[1] < before[1] else None
+        self._run = run
         return Update(True, restarted)
 
     def run(self) -> Run | None:
@@ -191,6 +192,8 @@ def fingerprint(path: Path) -> tuple | None:
 
 def open_source(path: Path, fmt: str, display: str, mapping: Mapping[str, str]) -> LineSource | RereadSource:
     """The way to follow `path` as format `fmt` (a registered format name)."""
+    if not (path.is_file() or path.is_dir()):
+        raise InputError(f"{path}: not a regular file or directory (a FIFO or device cannot be watched)")
     if fmt in DECODERS and path.is_file():
         return LineSource(path, fmt, display, mapping)
     return RereadSource(path, fmt, display, mapping)
