@@ -8,6 +8,7 @@ import importlib
 import inspect
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -144,6 +145,8 @@ def test_a_healthy_run_is_never_stopped(blocks, tmp_path, capsys):
     # TP-LIVE-STOPPED is what keeps stop_on_fail from killing it.
     assert cb.verdict is not Verdict.FAIL, [f.evidence for f in cb.findings]
     assert "ABORT" not in capsys.readouterr().err
+    assert "throughput" in cb.report.ran  # step time was measured
+    assert "no gpu_util" in cb.report.skipped["gpu-util"]  # no GPU here: silently no column
 
 
 def test_nan_hidden_by_the_logging_filter_is_caught_from_the_grad_norm(blocks, tmp_path, capsys):
@@ -176,6 +179,31 @@ def test_an_exception_inside_the_judge_does_not_stop_training(blocks, tmp_path, 
     assert trainer.state.global_step == STEPS and cb.stopped_at is None
     assert cb.errors and "injected failure" in cb.errors[0]
     assert capsys.readouterr().err.count("internal error in on_log") == 1
+
+
+def test_every_rank_takes_the_same_decision_and_only_the_main_one_speaks(tmp_path, capsys):
+    """Two callbacks fed the same log events (HF logs the gathered loss on every rank),
+    one as the main process and one not: same stop step; the other rank is silent."""
+    state_file = Path(__file__).parent / "fixtures" / "live" / "hf_lr_hot" / "trainer_state.json"
+    history = json.loads(state_file.read_text())["log_history"]
+    args = transformers.TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[])
+    stops = {}
+    for main_process in (True, False):
+        cb = TrainproofCallback(policy="stop_on_fail", report_path=tmp_path / f"r{main_process}.json")
+        state = transformers.TrainerState(max_steps=STEPS, is_world_process_zero=main_process)
+        control = transformers.TrainerControl()
+        cb.on_train_begin(args, state, control)
+        for entry in history:
+            state.global_step = entry.get("step", state.global_step)
+            cb.on_log(args, state, control, logs=dict(entry))
+            if control.should_training_stop:
+                break
+        cb.on_train_end(args, state, control)
+        stops[main_process] = cb.stopped_at
+        err = capsys.readouterr().err
+        assert ("ABORT" in err) is main_process
+        assert (tmp_path / f"r{main_process}.json").exists() is main_process
+    assert stops[True] == stops[False] is not None
 
 
 def test_an_unknown_policy_is_refused_at_construction():
