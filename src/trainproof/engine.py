@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from trainproof.model import Finding, Level, Location, Report, Run, Skip, SkipKind
 from trainproof.rules import checks
 from trainproof.rules import status as S
@@ -31,7 +33,8 @@ def apply(group: str, subject: Any, only: Iterable[str] | None = None) -> Outcom
             out.skipped[c.name] = str(Skip(SkipKind.NOT_REQUESTED, "not requested"))
             continue
         try:
-            result = c.judge(subject)
+            with np.errstate(all="ignore"):  # inf/NaN ratios are evidence, not warnings
+                result = c.judge(subject)
             result = result if isinstance(result, Skip) else list(result)
         except Exception as exc:  # a bug in one check must not hide the others
             result = Skip(SkipKind.FAILED, f"checker failed: {type(exc).__name__}: {exc}")

@@ -166,16 +166,17 @@ def loss_exactly_zero(run: Run) -> list[Finding] | Skip:
 FLAT = rule(
     id="TP-FLAT", level=Level.FAIL, group=G,
     title="Loss does not change.",
-    evidence="loss range {range} over {n} points (median {median}) < {limit_rel_range} x max(1, |median|)",
+    evidence="loss range {range} over {n} points is {rel:.2g} of its median {median} (< {limit_rel_range})",
     summary="The loss stays within a negligible band for the whole run.",
     why="A loss that does not move means no parameter that matters is being updated: frozen "
     "weights, a detached graph, lr effectively zero, or a constant batch.",
     fix="Confirm requires_grad on the trained parameters, that optimizer.step() runs, and "
     "that the learning rate is non-zero.",
     thresholds={
-        "rel_range": Threshold(0.001, "x max(1, |median loss|)",
-                               "The old absolute band (0.001) scaled to the loss, so a loss "
-                               "near 1e-2 that moves 20 % is not called flat."),
+        "rel_range": Threshold(0.001, "of |median loss|",
+                               "The old absolute band (0.001 at a loss near 1) made relative, so a "
+                               "loss of 1e-4 that halves is not called flat and the verdict does "
+                               "not depend on the loss's units."),
         "min_points": Threshold(5, "points", "One point is not a flat run."),
     },
     fires=Example({"loss": [2.3026] * 8}),
@@ -192,8 +193,9 @@ def loss_flat(run: Run) -> list[Finding] | Skip:
         return Skip(SkipKind.DEGENERATE, "loss is all zero (judged by zero-loss)")
     span = float(s.values.max() - s.values.min())
     med = stats.robust_median(s.values)
-    if span < FLAT.t("rel_range") * max(1.0, abs(med)):
-        return [FLAT.finding(_where(run), range=span, n=len(s), median=med)]
+    rel = span / abs(med) if med else float("inf")
+    if rel < FLAT.t("rel_range"):
+        return [FLAT.finding(_where(run), range=span, n=len(s), median=med, rel=rel)]
     return []
 
 
