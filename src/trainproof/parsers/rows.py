@@ -42,13 +42,14 @@ def find_step_key(keys: set[str]) -> str | None:
     return hits[0] if hits else None
 
 
-def steps_for(rows: list[dict[str, Any]], step_key: str | None, first_index: int) -> np.ndarray:
+def steps_for(rows: list[dict[str, Any]], step_key: str | None, first_index: int,
+              may_have_bools: bool = True) -> np.ndarray:
     """Each row's step; rows without one inherit the previous row's (or their index)."""
     n = len(rows)
     index = np.arange(first_index, first_index + n, dtype=np.float64)
     if step_key is None:
         return index
-    steps, have = to_float_array(column(rows, step_key))
+    steps, have = to_float_array(column(rows, step_key), may_have_bools)
     if have.all():
         return steps
     carry = np.where(have, np.arange(n), -1)
@@ -61,7 +62,7 @@ def add_rows(rows: list[dict[str, Any]], cols: Columns, first_index: int, step_k
     if not rows:
         return
     keys: set[str] = set().union(*rows)
-    steps = steps_for(rows, step_key, first_index)
+    steps = steps_for(rows, step_key, first_index, may_have_bools)
     for key in keys:
         if key == step_key:
             continue
