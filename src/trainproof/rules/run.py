@@ -113,6 +113,17 @@ def _filtered_hint(run: Run, g: Series) -> str:
     return ""
 
 
+def _nan_filter_hint(run: Run, onset: float) -> str:
+    g = run.get("grad_norm")
+    if g is None:
+        return ""
+    after = ~np.isfinite(g.values[g.steps >= onset])
+    if after.size and after.mean() > 0.5:
+        return ("; grad_norm is non-finite over the same steps - HF's logging_nan_inf_filter logs "
+                "NaN losses as 0.0, so these zeros are most likely NaNs")
+    return ""
+
+
 # ---------------------------------------------------------------- zero and flat loss
 
 ZERO_LOSS = rule(
@@ -132,7 +143,7 @@ ZERO_LOSS = rule(
 ZERO_LOSS_ONSET = rule(
     id="TP-ZERO-LOSS-ONSET", level=Level.FAIL, group=G,
     title="Loss collapsed to exactly zero.",
-    evidence="loss is exactly 0 on the last {tail} points, from step {step} on (was {before} before)",
+    evidence="loss is exactly 0 on the last {tail} points, from step {step} on (was {before} before){hidden}",
     summary="Loss becomes exactly 0 from some step on and stays there.",
     why="A loss that was positive and then sits at exactly 0 usually means a data shard with "
     "no trainable tokens, or HF's NaN filter logging 0.0 for NaN losses.",
@@ -159,7 +170,8 @@ def loss_exactly_zero(run: Run) -> list[Finding] | Skip:
     if tail >= ZERO_LOSS_ONSET.t("min_tail"):
         i = len(s) - tail
         return [ZERO_LOSS_ONSET.finding(_where(run, s.steps[i]), tail=tail, step=float(s.steps[i]),
-                                        before=float(s.values[i - 1]))]
+                                        before=float(s.values[i - 1]),
+                                        hidden=_nan_filter_hint(run, float(s.steps[i])))]
     return []
 
 
