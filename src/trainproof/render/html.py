@@ -44,6 +44,10 @@ def render(rs: ReportSet) -> str:
     worst = rs.worst_verdict
     body = (f"<p><b>Error:</b> {escape(rs.error)}</p>" if rs.error
             else "".join(_report(r) for r in rs.triaged()))
+    skipped = rs.tables.get("not_judged") or []
+    if skipped:
+        items = "".join(f"<li><code>{escape(i['file'])}</code>: {escape(i['reason'])}</li>" for i in skipped)
+        body += f"<section><h2>Not judged</h2><ul>{items}</ul></section>"
     head = f"trainproof {escape(rs.command)}: {escape(worst.value) if worst else 'could not judge'}"
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"

@@ -75,6 +75,12 @@ def render(rs: ReportSet) -> str:
     ranking = rs.tables.get("ranking")
     if ranking:
         lines += _ranking(list(ranking))  # type: ignore[arg-type]
+    skipped = rs.tables.get("not_judged")
+    if skipped:
+        lines.append("Not judged")
+        for item in skipped:  # type: ignore[union-attr]
+            lines += _wrap(f"  {item['file']}: ", item["reason"], 6)
+        lines.append("")
     if len(rs.reports) > 1:
         tally = {v: sum(1 for r in rs.reports if r.verdict is v) for v in Verdict}
         lines.append(f"{len(rs.reports)} reports: " + ", ".join(
