@@ -38,7 +38,8 @@ class AudioStats:
     frames: int  # frames actually decoded
     peak: float  # max |sample| over all channels
     clipped: int  # samples at or above the clip level
-    longest_quiet: int  # frames in the longest run where every channel is at or below the quiet level
+    longest_quiet: int  # frames in the longest run where every channel is at or below the quiet
+    #                     level; exact from 2 * QUIET_CHUNK - 1 frames up, never over-reported
     quiet_start: int  # first frame of that run
     size: int  # bytes on disk
     container: str  # libsndfile's format name: WAV, FLAC, OGG, ...
@@ -64,39 +65,96 @@ def soundfile_module() -> ModuleType:
     return soundfile
 
 
-def _quiet_runs(quiet: np.ndarray, carry: int, offset: int, best: tuple[int, int]) -> tuple[int, tuple[int, int]]:
-    """Longest run of True across blocks: `carry` is the run still open from the previous
-    block (ending at `offset`), `best` is (length, start). Returns the new carry and best."""
-    loud = np.flatnonzero(~quiet)
-    if loud.size == 0:
-        carry += quiet.size
-        return carry, max(best, (carry, offset + quiet.size - carry), key=lambda b: b[0])
-    head = carry + int(loud[0])
-    if head > best[0]:
-        best = (head, offset - carry)
-    if loud.size > 1:
-        gaps = np.diff(loud) - 1
-        i = int(np.argmax(gaps))
-        if gaps[i] > best[0]:
-            best = (int(gaps[i]), offset + int(loud[i]) + 1)
-    return quiet.size - 1 - int(loud[-1]), best
+QuietRun = tuple[int, int]  # (length in frames, first frame)
+_FULL_SCALE = 32768  # int16 samples per unit of full scale
+QUIET_CHUNK = 64  # frames; quiet runs from 127 frames (6 ms at 22.05 kHz) up are measured exactly
+_INT_SUBTYPES = ("PCM_16", "PCM_24", "PCM_32", "PCM_S8", "PCM_U8")  # decoded as int16: 4x cheaper
 
 
-def _decode(sf, path: str, levels: Levels) -> tuple[tuple[int, int, str], int, float, int, tuple[int, int]]:
+def _quiet_runs(quiet: np.ndarray, offset: int, open_run: QuietRun, best: QuietRun) -> tuple[QuietRun, QuietRun]:
+    """Longest run of True over consecutive blocks; `open_run` is the run still going at the
+    end of the previous block. Exact for runs of at least 2 * QUIET_CHUNK - 1 frames: each
+    holds a wholly quiet aligned chunk, so runs are found on chunk flags (n / 64 of them) and
+    only their two edge chunks are looked into. Speech crosses zero hundreds of times a
+    second, so following every quiet sample would cost far more than the decode."""
+    n = quiet.size
+    candidates: list[QuietRun] = []
+    head = _leading(quiet)
+    if head:
+        candidates.append((open_run[0] + head, open_run[1] if open_run[0] else offset))
+        if head == n:
+            return candidates[0], max(best, candidates[0], key=lambda r: r[0])
+    tail = _leading(quiet[::-1])
+    candidates += _inner_runs(quiet, head, n - tail, offset)
+    if tail:
+        candidates.append((tail, offset + n - tail))
+    for run in candidates:
+        if run[0] > best[0]:
+            best = run
+    return ((tail, offset + n - tail) if tail else (0, 0)), best
+
+
+def _leading(quiet: np.ndarray) -> int:
+    """How many True values open the array."""
+    k = int(np.argmin(quiet)) if quiet.size else 0
+    return quiet.size if quiet.size and quiet[k] else k
+
+
+def _inner_runs(quiet: np.ndarray, lo: int, hi: int, offset: int) -> list[QuietRun]:
+    """Runs within quiet[lo:hi] (which starts and ends loud) spanning a whole chunk, in order."""
+    whole = quiet.size - quiet.size % QUIET_CHUNK
+    if hi - lo < 2 * QUIET_CHUNK - 1 or not whole:
+        return []
+    chunks = quiet[:whole].reshape(-1, QUIET_CHUNK)
+    full = chunks.all(axis=1)
+    if not full.any():
+        return []
+    edges = np.flatnonzero(np.diff(full.view(np.int8), prepend=0, append=0))
+    first, stop = edges[0::2], edges[1::2]  # runs of wholly quiet chunks: [first, stop)
+    # the chunks beside a run are not wholly quiet, so argmin finds their first loud sample
+    before = np.argmin(chunks[np.maximum(first - 1, 0), ::-1], axis=1)
+    after = np.argmin(chunks[np.minimum(stop, len(chunks) - 1)], axis=1)
+    after[stop == len(chunks)] = _leading(quiet[whole:])
+    start = first * QUIET_CHUNK - np.where(first > 0, before, 0)
+    end = stop * QUIET_CHUNK + after
+    keep = (start > lo) & (end < hi)  # runs touching the block's ends are the head and tail
+    return list(zip((end - start)[keep].tolist(), (start[keep] + offset).tolist(), strict=True))
+
+
+def _block_float(block: np.ndarray, levels: Levels) -> tuple[float, int, np.ndarray]:
+    """Peak, samples at the clip level, and the frames quiet on every channel."""
+    mag = np.abs(block)
+    peak = float(mag.max())
+    clipped = int(np.count_nonzero(mag >= levels.clip)) if peak >= levels.clip else 0
+    quiet = mag <= levels.quiet
+    return peak, clipped, quiet[:, 0] if quiet.shape[1] == 1 else quiet.all(axis=1)
+
+
+def _block_int16(block: np.ndarray, clip: int, quiet_level: int) -> tuple[float, int, np.ndarray]:
+    """The same on int16 samples, without abs (abs(-32768) overflows): |x| <= q is one
+    unsigned compare after shifting by q, wrapping modulo 2**16."""
+    peak_int = max(int(block.max()), -int(block.min()))
+    clipped = int(np.count_nonzero(block >= clip) + np.count_nonzero(block <= -clip)) if peak_int >= clip else 0
+    shifted = np.add(block.view(np.uint16), np.uint16(quiet_level), dtype=np.uint16)
+    quiet = shifted <= 2 * quiet_level
+    return peak_int / _FULL_SCALE, clipped, quiet[:, 0] if quiet.shape[1] == 1 else quiet.all(axis=1)
+
+
+def _decode(sf, path: str, levels: Levels) -> tuple[tuple[int, int, str], int, float, int, QuietRun]:
     """One pass over the samples, block by block; memory is one block whatever the length."""
     with sf.SoundFile(path) as f:
         info = (int(f.samplerate), int(f.channels), str(f.format))
-        buf = np.empty((BLOCK_FRAMES, f.channels), dtype=np.float32)
-        frames, peak, clipped, carry, best = 0, 0.0, 0, 0, (0, 0)
-        while True:
-            block = f.read(BLOCK_FRAMES, dtype="float32", always_2d=True, out=buf)
-            n = block.shape[0]
-            if n == 0:
-                break
-            mag = np.abs(block).max(axis=1) if block.shape[1] > 1 else np.abs(block[:, 0])
-            peak = max(peak, float(mag.max()))
-            clipped += int(np.count_nonzero(np.abs(block) >= levels.clip))
-            carry, best = _quiet_runs(mag <= levels.quiet, carry, frames, best)
+        as_int = f.subtype in _INT_SUBTYPES
+        dtype = "int16" if as_int else "float32"
+        clip_int = int(np.ceil(levels.clip * _FULL_SCALE))
+        quiet_int = int(np.floor(levels.quiet * _FULL_SCALE))
+        buf = np.empty((BLOCK_FRAMES, f.channels), dtype=dtype)
+        frames, peak, clipped, open_run, best = 0, 0.0, 0, (0, 0), (0, 0)
+        while (n := (block := f.read(BLOCK_FRAMES, dtype=dtype, always_2d=True, out=buf)).shape[0]) > 0:
+            p, c, quiet = (_block_int16(block, clip_int, quiet_int) if as_int
+                           else _block_float(block, levels))
+            peak, clipped = max(peak, p), clipped + c
+            open_run, best = _quiet_runs(quiet, frames, open_run, best)
             frames += n
             if n < BLOCK_FRAMES:
                 break
