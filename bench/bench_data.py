@@ -33,7 +33,6 @@ from trainproof.cli import main
 from trainproof.probes.audio import measure_many
 from trainproof.rules.data import levels
 
-
 SENTENCES = [
     "The birch canoe slid on the smooth planks.", "Glue the sheet to the dark blue background.",
     "It is easy to tell the depth of a well.", "These days a chicken leg is a rare dish.",
@@ -126,8 +125,10 @@ def run(files: int, root: Path, signal: str) -> None:
           f"load average {os.getloadavg()[0]:.1f}; best of 3 runs")
     subset = paths[:6]
     sub_s = sum(sf.info(p).duration for p in subset)
-    naive_ms = rate("naive (per-sample loop), 6 files", sub_s, timed(lambda: [naive_measure(p, lv.clip, lv.quiet) for p in subset], 1))
-    decode_ms = rate("decode only (sf.read), 1 thread", total, timed(lambda: [sf.read(p, dtype="float32") for p in paths]))
+    naive_wall = timed(lambda: [naive_measure(p, lv.clip, lv.quiet) for p in subset], 1)
+    naive_ms = rate("naive (per-sample loop), 6 files", sub_s, naive_wall)
+    decode_wall = timed(lambda: [sf.read(p, dtype="float32") for p in paths])
+    decode_ms = rate("decode only (sf.read), 1 thread", total, decode_wall)
     best = None
     for kind, workers in (("thread", 1), ("thread", 2), ("thread", 4), ("process", 2), ("process", 4)):
         ms = rate(f"probe {kind} x{workers}", total, timed(lambda k=kind, w=workers: measure_many(paths, lv, w, k)))

@@ -500,8 +500,8 @@ def judge_dataset(ds: SpeechDataset) -> Report:
         findings.append(NO_DATA.finding(loc, detail=f"every check was skipped: {_skipped_text(out.skipped)}"))
     elif not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
         seconds = sum(a.duration for _, a in ds.stats())
-        findings.append(PASS.finding(loc, n=len(ds.entries), seconds=seconds, hours=seconds / 3600, ran=", ".join(sorted(out.ran)),
-                                     skipped=_skipped_text(out.skipped)))
+        findings.append(PASS.finding(loc, n=len(ds.entries), seconds=seconds, hours=seconds / 3600,
+                                     ran=", ".join(sorted(out.ran)), skipped=_skipped_text(out.skipped)))
     return Report(findings=tuple(findings), ran=tuple(sorted(out.ran)),
                   skipped=dict(sorted(out.skipped.items())), **base)
 
