@@ -9,10 +9,19 @@ import pytest
 import soundfile as sf
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_data_support import SR, tone, write
 
-from trainproof.probes.audio import (BLOCK_FRAMES, QUIET_CHUNK, AudioProblem, AudioStats, Levels,
-                                     _quiet_runs, identical_groups, measure_audio, measure_many)
+from test_data_support import SR, tone, write
+from trainproof.probes.audio import (
+    BLOCK_FRAMES,
+    QUIET_CHUNK,
+    AudioProblem,
+    AudioStats,
+    Levels,
+    _quiet_runs,
+    identical_groups,
+    measure_audio,
+    measure_many,
+)
 from trainproof.probes.audio_header import wav_missing_bytes
 
 LEVELS = Levels(clip=0.99, quiet=0.005)
@@ -126,7 +135,7 @@ def naive_runs(q: list[bool]) -> tuple[int, int]:
     return best
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), st.integers(1, 300)), min_size=1, max_size=30), st.integers(1, 700))
 def test_quiet_run_search_matches_per_sample_reference(segments, block):
     q = np.concatenate([np.full(n, v) for v, n in segments])

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_data_support import (SR, finding, healthy_clips, ids, manifest_for, run_json, tone, write,
-                               write_manifest)
 
+from test_data_support import SR, finding, healthy_clips, ids, manifest_for, run_json, tone, write, write_manifest
 from trainproof.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
@@ -98,7 +97,7 @@ def test_long_silence_is_located(capsys, clean):
     write(root / clips[4][0], x, subtype="PCM_16")
     code, doc = run_json(capsys, str(root))
     f = finding(doc, "TP-DATA-SILENCE")
-    assert f["values"]["longest"] == pytest.approx(2.5, abs=0.01)
+    assert code == 0 and f["values"]["longest"] == pytest.approx(2.5, abs=0.01)
     assert "at 1.0 s" in f["evidence"]
 
 
@@ -108,7 +107,7 @@ def test_quiet_noise_floor_counts_as_silence_but_speech_level_noise_does_not(cap
     write(tmp_path / "floor.flac", np.concatenate([tone(1.0), floor]))
     write(tmp_path / "noise.flac", (0.05 * rng.standard_normal(4 * SR)).astype(np.float32))
     code, doc = run_json(capsys, str(tmp_path))
-    assert "floor.flac" in finding(doc, "TP-DATA-SILENCE")["evidence"]
+    assert code == 0 and "floor.flac" in finding(doc, "TP-DATA-SILENCE")["evidence"]
     assert "noise.flac" not in finding(doc, "TP-DATA-SILENCE")["evidence"]
 
 
@@ -156,3 +155,12 @@ def test_text_output_and_sarif(capsys, clean, tmp_path):
     out = capsys.readouterr().out
     assert code == 1 and "[FAIL] TP-DATA-INCONSISTENT-SR" in out
     assert '"ruleId": "TP-DATA-INCONSISTENT-SR"' in sarif.read_text()
+
+
+def test_stale_manifest_durations_warn(capsys, clean):
+    root, clips = clean
+    rows = [{"audio_filepath": a, "text": t, "duration": 2.0} for a, t in clips[:4]]
+    code, doc = run_json(capsys, str(write_manifest(root / "m.jsonl", rows)))
+    f = finding(doc, "TP-DATA-DURATION-MISMATCH")  # the clips last 1.5, 2.0, 2.5 and 3.0 s
+    assert code == 0 and f["values"]["n"] == 3 and f["values"]["total"] == 4
+    assert f["values"]["worst"] == pytest.approx(1.0) and f["location"]["line"] == 4

@@ -30,7 +30,7 @@ def write(path: Path, audio: np.ndarray, sr: int = SR, **kw) -> Path:
 def healthy_clips(root: Path, n: int = 12, sr: int = SR) -> list[tuple[str, str]]:
     """n distinct tone clips (different pitch, 1.5-3 s) with plain transcripts at a
     steady speaking rate; returns (file name, transcript) pairs."""
-    words = "the quick brown fox jumps over a lazy dog while birds sing softly".split()
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "birds", "sing"]
     out = []
     for i in range(n):
         seconds = 1.5 + (i % 4) * 0.5

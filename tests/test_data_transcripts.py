@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_data_support import finding, healthy_clips, ids, manifest_for, run_json, write_manifest
 
+from test_data_support import finding, healthy_clips, ids, manifest_for, run_json, write_manifest
 from trainproof.probes.speech_text import rewritten, scripts_of, what_needs_reading
 
 ttsproof = pytest.importorskip("ttsproof", reason="ttsproof provides the TTS text normaliser")
@@ -61,7 +61,8 @@ def test_real_speech_with_swapped_transcript_is_a_char_rate_outlier(capsys, spok
 def test_char_rate_needs_ten_clips(capsys, tmp_path):
     clips = healthy_clips(tmp_path, n=9)
     code, doc = run_json(capsys, str(manifest_for(tmp_path, clips)))
-    assert doc["reports"][0]["checks"]["skipped"]["char-rate"] == "9 clips with both text and audio, needs 10"
+    skipped = doc["reports"][0]["checks"]["skipped"]
+    assert code == 0 and skipped["char-rate"] == "9 clips with both text and audio, needs 10"
 
 
 def test_empty_transcripts_warn(capsys, tmp_path):

@@ -22,7 +22,8 @@ G = "data"
 SHOWN = 3  # offending entries named in an evidence line
 
 # A clip in an Example: rate, channels, seconds, transcript, peak, longest quiet run (s);
-# "missing"/"unreadable" replace the measurement; equal "bytes" labels are identical files.
+# "missing"/"unreadable" replace the measurement; equal "bytes" labels are identical files;
+# "declared" is the manifest's duration field.
 _OK = {"sr": 22050, "ch": 1, "dur": 3.0, "text": "a short and ordinary sentence.", "peak": 0.5, "quiet": 0.2}
 
 
@@ -174,6 +175,22 @@ DURATION_SHORT = rule(
     thresholds={"min_s": Threshold(0.5, "s", "Shorter than a single stressed syllable with its onset.")},
     fires=Example(_clips({"dur": 0.2})),
     passes=Example(_clips()),
+)
+
+DURATION_MISMATCH = rule(
+    id="TP-DATA-DURATION-MISMATCH", level=Level.WARN, group=G,
+    title="Manifest durations do not match the audio.",
+    evidence="{n} of {total} declared durations are off by more than {limit_max_diff_s} s "
+    "(worst {worst:.2f} s); e.g. {examples}",
+    summary="The manifest's `duration` field differs from the decoded length of its file.",
+    why="Recipes filter and bucket by the declared duration (NeMo's max_duration, batch "
+    "bucketing); a stale manifest, written before the audio was trimmed or re-encoded, "
+    "lets over-long clips through and mis-sizes batches.",
+    fix="Regenerate the manifest's durations from the audio files.",
+    thresholds={"max_diff_s": Threshold(0.1, "s", "Well above encoder padding (Vorbis/Opus/MP3 "
+                                        "priming is tens of milliseconds), well below a word.")},
+    fires=Example(_clips({"declared": 5.0})),
+    passes=Example(_clips({"declared": 3.02})),
 )
 
 CLIPPING = rule(
@@ -373,6 +390,21 @@ def duration_bounds(ds: SpeechDataset) -> list[Finding] | Skip:
     return out
 
 
+@check("declared-duration", DURATION_MISMATCH)
+def declared_durations(ds: SpeechDataset) -> list[Finding] | Skip:
+    declared = [(i, ds.entries[i].duration, a.duration) for i, a in ds.stats()
+                if ds.entries[i].duration is not None]
+    if not declared:
+        return _needs_audio(ds) or Skip(SkipKind.NO_DATA, "no entry declares a duration")
+    limit = DURATION_MISMATCH.t("max_diff_s")
+    hits = sorted(((i, f"declared {d:g} s, decodes to {m:.2f} s") for i, d, m in declared if abs(d - m) > limit),
+                  key=lambda h: -abs(ds.entries[h[0]].duration - ds.audio[h[0]].duration))
+    if not hits:
+        return []
+    worst = abs(ds.entries[hits[0][0]].duration - ds.audio[hits[0][0]].duration)
+    return _per_entry(DURATION_MISMATCH, ds, hits, total=len(declared), worst=worst)
+
+
 @check("clipping", CLIPPING)
 def clipping(ds: SpeechDataset) -> list[Finding] | Skip:
     skip = _needs_audio(ds)
@@ -526,7 +558,7 @@ def _example_audio(clip: Mapping[str, Any]) -> AudioStats | AudioProblem:
 @example_runner(G)
 def _run_example(data: Mapping[str, Any]) -> set[str]:
     clips = data["clips"]
-    entries = [Entry(f"clip{i}.wav", c.get("text"), None, i + 1) for i, c in enumerate(clips)]
+    entries = [Entry(f"clip{i}.wav", c.get("text"), c.get("declared"), i + 1) for i, c in enumerate(clips)]
     labels: dict[str, list[int]] = {}
     for i, c in enumerate(clips):
         labels.setdefault(c["bytes"], []).append(i)
