@@ -164,3 +164,25 @@ def test_stale_manifest_durations_warn(capsys, clean):
     f = finding(doc, "TP-DATA-DURATION-MISMATCH")  # the clips last 1.5, 2.0, 2.5 and 3.0 s
     assert code == 0 and f["values"]["n"] == 3 and f["values"]["total"] == 4
     assert f["values"]["worst"] == pytest.approx(1.0) and f["location"]["line"] == 4
+
+
+@pytest.mark.parametrize("row", [
+    {"audio_filepath": "clip_000.wav", "text": "the quick brown fox"},  # NeMo
+    {"audio": {"path": "clip_000.wav"}, "sentence": "the quick brown fox"},  # HF datasets / Common Voice
+    {"audio_path": "clip_000.wav", "transcript": "the quick brown fox", "duration": 1.5},
+    {"path": "clip_000.wav", "transcription": "the quick brown fox"},
+])
+def test_manifest_key_spellings(capsys, clean, row):
+    root, _ = clean
+    code, doc = run_json(capsys, str(write_manifest(root / "m.jsonl", [row])))
+    assert code == 0 and ids(doc) == {"TP-DATA-PASS"}
+    assert "empty-transcript" in doc["reports"][0]["checks"]["ran"]
+
+
+def test_ljspeech_two_columns_crlf_and_bom(capsys, tmp_path):
+    write(tmp_path / "wavs" / "a.wav", tone(2.0))
+    write(tmp_path / "wavs" / "b.wav", tone(2.0, freq=330))
+    (tmp_path / "metadata.csv").write_bytes("\ufeffa|hello there\r\nb|\r\n".encode())
+    code, doc = run_json(capsys, str(tmp_path / "metadata.csv"))
+    assert code == 0 and ids(doc) == {"TP-DATA-EMPTY-TRANSCRIPT"}
+    assert finding(doc, "TP-DATA-EMPTY-TRANSCRIPT")["location"]["line"] == 2
