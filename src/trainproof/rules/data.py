@@ -21,17 +21,15 @@ from trainproof.rules.base import Example, Threshold, check, example_runner, rul
 G = "data"
 SHOWN = 3  # offending entries named in an evidence line
 
-# A clip in an Example: rate, channels, seconds, transcript, peak, longest quiet run (s);
-# "missing"/"unreadable" replace the measurement; equal "bytes" labels are identical files;
-# "declared" is the manifest's duration field.
-_OK = {"sr": 22050, "ch": 1, "dur": 3.0, "text": "a short and ordinary sentence.", "peak": 0.5, "quiet": 0.2}
+# A clip in an Example lists only what differs from _CLIP, an ordinary clip; "missing" or
+# "unreadable" replace its measurement, clips with equal "same_bytes" labels are identical
+# files, and "declared_s" is the manifest's duration field.
+_CLIP = {"sample_rate": 22050, "channels": 1, "seconds": 3.0, "text": "a short and ordinary sentence.",
+         "peak": 0.5, "longest_silence_s": 0.2}
 
 
 def _clips(*changes: Mapping[str, Any], n: int = 3) -> dict[str, Any]:
-    clips = [dict(_OK, bytes=f"clip{i}") for i in range(n)]
-    for i, change in enumerate(changes):
-        clips[i].update(change)
-    return {"clips": clips}
+    return {"clips": [dict(c) for c in changes] + [{} for _ in range(n - len(changes))]}
 
 
 # --- could not judge, and the PASS statement -------------------------------------------
@@ -119,7 +117,7 @@ TRUNCATED = rule(
     summary="The RIFF data chunk claims more bytes than the file has: an interrupted copy or write.",
     why="Decoders clamp silently, so the clip is cut mid-word while its transcript is whole.",
     fix="Copy or export the files again from the source.",
-    fires=Example(_clips({"missing_bytes": 4096})),
+    fires=Example(_clips({"wav_missing_bytes": 4096})),
     passes=Example(_clips()),
 )
 
@@ -133,7 +131,7 @@ INCONSISTENT_SR = rule(
     why="Feature extractors assume one rate: a 44.1 kHz clip read as 22.05 kHz plays at half "
     "speed, an octave down, and poisons the model's pitch.",
     fix="Resample every file to one rate (sox/ffmpeg/torchaudio) before training.",
-    fires=Example(_clips({"sr": 44100})),
+    fires=Example(_clips({"sample_rate": 44100})),
     passes=Example(_clips()),
 )
 
@@ -144,7 +142,7 @@ INCONSISTENT_CHANNELS = rule(
     summary="Mono and stereo (or more) files are mixed.",
     why="A stereo clip fed where mono is expected doubles the frame count or breaks batch shapes.",
     fix="Downmix every file to the same channel count.",
-    fires=Example(_clips({"ch": 2})),
+    fires=Example(_clips({"channels": 2})),
     passes=Example(_clips()),
 )
 
@@ -160,7 +158,7 @@ DURATION_LONG = rule(
     fix="Segment long recordings on pauses, or filter them with the recipe's max_duration.",
     thresholds={"max_s": Threshold(25, "s", "Above common recipe caps (NeMo/Coqui max_duration "
                                    "around 20-30 s); LJSpeech's longest clip is about 10 s.")},
-    fires=Example(_clips({"dur": 30.0})),
+    fires=Example(_clips({"seconds": 30.0})),
     passes=Example(_clips()),
 )
 
@@ -173,7 +171,7 @@ DURATION_SHORT = rule(
     "to stop early and may be shorter than the transcript's minimum alignment length.",
     fix="Listen to the named clips; drop or re-cut them.",
     thresholds={"min_s": Threshold(0.5, "s", "Shorter than a single stressed syllable with its onset.")},
-    fires=Example(_clips({"dur": 0.2})),
+    fires=Example(_clips({"seconds": 0.2})),
     passes=Example(_clips()),
 )
 
@@ -189,8 +187,8 @@ DURATION_MISMATCH = rule(
     fix="Regenerate the manifest's durations from the audio files.",
     thresholds={"max_diff_s": Threshold(0.1, "s", "Well above encoder padding (Vorbis/Opus/MP3 "
                                         "priming is tens of milliseconds), well below a word.")},
-    fires=Example(_clips({"declared": 5.0})),
-    passes=Example(_clips({"declared": 3.02})),
+    fires=Example(_clips({"declared_s": 5.0})),
+    passes=Example(_clips({"declared_s": 3.02})),
 )
 
 CLIPPING = rule(
@@ -219,7 +217,7 @@ SILENCE = rule(
     thresholds={"max_s": Threshold(2.0, "s", "Longer than a sentence pause in read speech."),
                 "level": Threshold(0.005, "full scale", "About -46 dBFS: below room tone of a "
                                    "typical recording, above dither.")},
-    fires=Example(_clips({"quiet": 2.5})),
+    fires=Example(_clips({"longest_silence_s": 2.5})),
     passes=Example(_clips()),
     limits="Digital silence is found; a noisy room tone above the level is not.",
 )
@@ -231,7 +229,7 @@ DUPLICATES = rule(
     summary="Two entries point at the same bytes (the same file listed twice, or copies).",
     why="Duplicates over-weight those clips and leak between train and validation splits.",
     fix="Keep one entry per clip.",
-    fires=Example(_clips({"bytes": "same"}, {"bytes": "same"})),
+    fires=Example(_clips({"same_bytes": "a"}, {"same_bytes": "a"})),
     passes=Example(_clips()),
     limits="Byte-identical only: the same take re-encoded or resampled is not found.",
 )
@@ -263,7 +261,7 @@ CHAR_RATE = rule(
     thresholds={"ratio": Threshold(3, "x median chars/s", "Read speech varies about 1.5x between "
                                    "speakers and styles; 3x is beyond natural variation."),
                 "min_records": Threshold(10, "records", "A median of fewer clips is not a norm.")},
-    fires=Example(_clips({"text": "x" * 400}, n=12)),
+    fires=Example(_clips({"seconds": 12.0}, n=12)),  # 30 characters over 12 s: 2.5 chars/s against 10
     passes=Example(_clips(n=12)),
     limits="Characters are counted after stripping surrounding whitespace; scripts with dense "
     "characters (CJK) compare fine within one dataset but not across datasets.",
@@ -548,20 +546,20 @@ def _example_audio(clip: Mapping[str, Any]) -> AudioStats | AudioProblem:
         return AudioProblem(True, "no such file")
     if clip.get("unreadable"):
         return AudioProblem(False, "Format not recognised.")
-    sr = clip["sr"]
-    return AudioStats(samplerate=sr, channels=clip["ch"], frames=round(clip["dur"] * sr),
+    sr = clip["sample_rate"]
+    return AudioStats(samplerate=sr, channels=clip["channels"], frames=round(clip["seconds"] * sr),
                       peak=clip["peak"], clipped=int(clip["peak"] >= CLIPPING.t("peak")),
-                      longest_quiet=round(clip["quiet"] * sr), quiet_start=0, size=1000,
-                      container="WAV", missing_bytes=clip.get("missing_bytes", 0))
+                      longest_quiet=round(clip["longest_silence_s"] * sr), quiet_start=0, size=1000,
+                      container="WAV", missing_bytes=clip.get("wav_missing_bytes", 0))
 
 
 @example_runner(G)
 def _run_example(data: Mapping[str, Any]) -> set[str]:
-    clips = data["clips"]
-    entries = [Entry(f"clip{i}.wav", c.get("text"), c.get("declared"), i + 1) for i, c in enumerate(clips)]
+    clips = [{**_CLIP, **c} for c in data["clips"]]
+    entries = [Entry(f"clip{i}.wav", c["text"], c.get("declared_s"), i + 1) for i, c in enumerate(clips)]
     labels: dict[str, list[int]] = {}
     for i, c in enumerate(clips):
-        labels.setdefault(c["bytes"], []).append(i)
+        labels.setdefault(c.get("same_bytes", f"clip{i}"), []).append(i)
     bad = data.get("bad_lines", 0)
     ds = SpeechDataset("manifest.jsonl", "jsonl-manifest", entries, [_example_audio(c) for c in clips],
                        [g for g in labels.values() if len(g) > 1], bad,
