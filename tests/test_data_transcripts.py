@@ -99,6 +99,8 @@ def test_what_the_normaliser_rewrites(text, kind):
 
 
 @pytest.mark.parametrize("text,scripts", [("hello", ("LATIN",)), ("日本語のテキストです", ("CJK",)),
-                                           ("café 42!", ("LATIN",)), ("Ελλάδα and Rome", ("GREEK", "LATIN"))])
+                                           ("café 42!", ("LATIN",)), ("Ελλάδα and Rome", ("GREEK", "LATIN")),
+                                           ("la 1ª vez, 5 µm", ("LATIN",)), ("ｶﾀｶﾅ and かな", ("CJK", "LATIN")),
+                                           ("नमस्ते", ("DEVANAGARI",))])
 def test_scripts_of(text, scripts):
     assert scripts_of(text) == scripts

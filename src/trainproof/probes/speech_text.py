@@ -10,9 +10,15 @@ import unicodedata
 from collections.abc import Callable
 from functools import lru_cache
 
-# Japanese writes kana and kanji in one sentence; Korean may mix hangul with hanja.
-_SCRIPT_FAMILY = {"HIRAGANA": "CJK", "KATAKANA": "CJK", "CJK": "CJK", "HANGUL": "HANGUL",
-                  "HALFWIDTH": "CJK", "FULLWIDTH": "LATIN"}
+# The first word of a letter's Unicode name, for the scripts that name it so. Letters
+# named otherwise (FEMININE ORDINAL INDICATOR, MICRO SIGN, MODIFIER LETTER ...) are not
+# counted: they belong to no one script. Japanese writes kana and kanji in one sentence.
+_SCRIPTS = frozenset((
+    "LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "HEBREW", "ARABIC", "SYRIAC", "THAANA", "NKO",
+    "DEVANAGARI", "BENGALI", "GURMUKHI", "GUJARATI", "ORIYA", "TAMIL", "TELUGU", "KANNADA",
+    "MALAYALAM", "SINHALA", "THAI", "LAO", "TIBETAN", "MYANMAR", "GEORGIAN", "HANGUL", "ETHIOPIC",
+    "CHEROKEE", "KHMER", "MONGOLIAN", "HIRAGANA", "KATAKANA", "CJK", "BOPOMOFO", "YI"))
+_SCRIPT_FAMILY = {"HIRAGANA": "CJK", "KATAKANA": "CJK"}
 _WORD = re.compile(r"\w+")
 _KINDS = (("clock time", re.compile(r"\b\d{1,2}:\d{2}\b")),
           ("date", re.compile(r"\b\d{1,2}/\d{1,2}/\d{2,4}\b")),
@@ -22,14 +28,14 @@ _KINDS = (("clock time", re.compile(r"\b\d{1,2}:\d{2}\b")),
 
 @lru_cache(maxsize=4096)
 def _script(ch: str) -> str:
-    name = unicodedata.name(ch, "")
-    head = name.split(" ", 1)[0]
-    return _SCRIPT_FAMILY.get(head, head)
+    words = unicodedata.name(ch, "").split(" ")
+    head = words[1] if words[0] in ("FULLWIDTH", "HALFWIDTH") and len(words) > 1 else words[0]
+    return _SCRIPT_FAMILY.get(head, head) if head in _SCRIPTS else ""
 
 
 def scripts_of(text: str) -> tuple[str, ...]:
-    """The writing systems of the letters in `text` (digits, punctuation and marks left
-    out), as the first word of each letter's Unicode name: LATIN, CYRILLIC, GREEK, ..."""
+    """The writing systems of the letters in `text` (digits, punctuation, marks and letters
+    of no single script left out): LATIN, CYRILLIC, GREEK, CJK, ..."""
     return tuple(sorted({_script(ch) for ch in text if ch.isalpha()} - {""}))
 
 
