@@ -147,3 +147,10 @@ def test_quiet_run_search_matches_per_sample_reference(segments, block):
         assert best == want
     else:  # shorter runs may go unmeasured, never over-measured
         assert best[0] <= want[0] and q[best[1]:best[1] + best[0]].all()
+
+
+def test_progress_reports_every_file_in_order(tmp_path):
+    paths = [str(write(tmp_path / f"{i}.wav", tone(0.2), subtype="PCM_16")) for i in range(5)]
+    seen = []
+    measure_many(paths, LEVELS, 2, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(i, 5) for i in range(1, 6)]

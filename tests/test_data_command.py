@@ -186,3 +186,10 @@ def test_ljspeech_two_columns_crlf_and_bom(capsys, tmp_path):
     code, doc = run_json(capsys, str(tmp_path / "metadata.csv"))
     assert code == 0 and ids(doc) == {"TP-DATA-EMPTY-TRANSCRIPT"}
     assert finding(doc, "TP-DATA-EMPTY-TRANSCRIPT")["location"]["line"] == 2
+
+
+def test_directory_beside_a_manifest_says_how_to_check_transcripts(capsys, clean):
+    root, clips = clean
+    manifest_for(root, clips)
+    code, doc = run_json(capsys, str(root))
+    assert code == 0 and "pass it instead: manifest.jsonl" in doc["reports"][0]["notes"][0]

@@ -5,6 +5,7 @@ file in parallel, judges with the `data` rules."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from trainproof.model import InputError, ReportSet
@@ -36,5 +37,13 @@ def run(args: argparse.Namespace) -> ReportSet:
         listing = read_listing(Path(args.path), int(rules.MALFORMED.t("max_line_bytes")))
     except InputError as exc:
         return ReportSet(NAME, (rules.invalid_input(args.path, str(exc)),))
-    ds = measure_dataset(listing, rules.levels(), args.workers)
+    ds = measure_dataset(listing, rules.levels(), args.workers, _progress if sys.stderr.isatty() else None)
     return ReportSet(NAME, (rules.judge_dataset(ds),))
+
+
+def _progress(done: int, total: int) -> None:
+    """A line on the terminal, rewritten in place about a hundred times a run."""
+    if done == total or done % max(1, total // 100) == 0:
+        end = "\r" if done < total else "\r" + " " * 60 + "\r"
+        sys.stderr.write(f"trainproof data: {done}/{total} files measured{end}")
+        sys.stderr.flush()

@@ -6,6 +6,7 @@ this module holds no thresholds and never judges."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -199,17 +200,25 @@ def make_executor(workers: int, kind: str = "thread") -> Executor:
     return ThreadPoolExecutor(max_workers=workers)
 
 
-def measure_many(paths: Sequence[str], levels: Levels, workers: int = 0,
-                 kind: str = "thread") -> list[AudioStats | AudioProblem]:
-    """Measure files in parallel, results in input order. libsndfile releases the GIL while
-    it decodes and numpy does while it reduces a block, so threads scale without the cost
-    of pickling results across processes."""
+def measure_many(paths: Sequence[str], levels: Levels, workers: int = 0, kind: str = "thread",
+                 progress: Callable[[int, int], None] | None = None) -> list[AudioStats | AudioProblem]:
+    """Measure files in parallel, results in input order; `progress(done, total)` is called
+    as they arrive. libsndfile releases the GIL while it decodes and numpy does while it
+    reduces a block, so threads scale without pickling results across processes."""
     workers = workers or default_workers()
     tasks = [(p, levels) for p in paths]
-    if workers <= 1 or len(tasks) <= 1:
-        return [measure_audio(*t) for t in tasks]
-    with make_executor(workers, kind) as pool:
-        return list(pool.map(_measure_task, tasks, chunksize=8 if kind == "process" else 1))
+    out: list[AudioStats | AudioProblem] = []
+    with contextlib.ExitStack() as stack:
+        if workers > 1 and len(tasks) > 1:
+            pool = stack.enter_context(make_executor(workers, kind))
+            results = pool.map(_measure_task, tasks, chunksize=8 if kind == "process" else 1)
+        else:
+            results = map(_measure_task, tasks)
+        for result in results:
+            out.append(result)
+            if progress is not None:
+                progress(len(out), len(tasks))
+    return out
 
 
 def default_workers() -> int:

@@ -4,6 +4,7 @@ which files are byte-identical. The subject the `data` rules judge."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from trainproof.probes.audio import AudioProblem, AudioStats, Levels, identical_groups, measure_many
@@ -20,6 +21,7 @@ class SpeechDataset:
     bad_lines: int = 0
     bad_examples: list[tuple[int, str]] = field(default_factory=list)
     lines: int = 0
+    notes: list[str] = field(default_factory=list)
 
     def stats(self) -> list[tuple[int, AudioStats]]:
         """(entry index, measurement) for every file that decoded."""
@@ -41,9 +43,10 @@ def _relative(path: str, root: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def measure_dataset(listing: Listing, levels: Levels, workers: int = 0, kind: str = "thread") -> SpeechDataset:
-    audio = measure_many([e.audio for e in listing.entries], levels, workers, kind)
+def measure_dataset(listing: Listing, levels: Levels, workers: int = 0,
+                    progress: Callable[[int, int], None] | None = None) -> SpeechDataset:
+    audio = measure_many([e.audio for e in listing.entries], levels, workers, progress=progress)
     sized = [(i, listing.entries[i].audio, a.size) for i, a in enumerate(audio) if isinstance(a, AudioStats)]
     return SpeechDataset(listing.path, listing.format, listing.entries, audio,
                          identical_groups(sized, workers), listing.bad_lines,
-                         listing.bad_examples, listing.lines)
+                         listing.bad_examples, listing.lines, listing.notes)

@@ -44,6 +44,7 @@ class Listing:
     bad_lines: int = 0
     bad_examples: list[tuple[int, str]] = field(default_factory=list)
     lines: int = 0  # non-blank lines seen
+    notes: list[str] = field(default_factory=list)
 
     def bad(self, line: int, reason: str) -> None:
         self.bad_lines += 1
@@ -171,6 +172,10 @@ def read_audio_dir(path: Path, limit: int) -> Listing:
                 audio = Path(root) / name
                 out.entries.append(Entry(str(audio), _sidecar_text(audio, limit)))
     out.lines = len(out.entries)
+    listings = sorted(p.name for p in path.iterdir() if p.suffix in (".jsonl", ".json", ".csv") and p.is_file())
+    if listings:
+        out.notes.append(f"read as a directory of audio; to check a listing's transcripts and paths, "
+                         f"pass it instead: {', '.join(listings[:3])}")
     return out
 
 

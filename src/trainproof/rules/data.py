@@ -515,7 +515,8 @@ def judge_dataset(ds: SpeechDataset) -> Report:
     """The verdict on one measured dataset, with its outcome statement."""
     from trainproof.engine import apply  # the engine imports this package
 
-    base = dict(subject=ds.path, format=ds.format, records=len(ds.entries), kind="dataset")
+    base = dict(subject=ds.path, format=ds.format, records=len(ds.entries), kind="dataset",
+                notes=tuple(ds.notes))
     loc = Location(ds.path)
     if not ds.entries:
         if ds.bad_lines:
