@@ -50,6 +50,14 @@ class AudioStats:
     def duration(self) -> float:
         return self.frames / self.samplerate if self.samplerate else 0.0
 
+    @property
+    def longest_quiet_s(self) -> float:
+        return self.longest_quiet / self.samplerate if self.samplerate else 0.0
+
+    @property
+    def quiet_start_s(self) -> float:
+        return self.quiet_start / self.samplerate if self.samplerate else 0.0
+
 
 @dataclass(frozen=True, slots=True)
 class AudioProblem:

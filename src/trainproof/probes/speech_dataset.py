@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from trainproof.probes.audio import AudioProblem, AudioStats, Levels, identical_groups, measure_many
 from trainproof.probes.speech_manifest import Entry, Listing
@@ -23,12 +24,21 @@ class SpeechDataset:
     lines: int = 0
     notes: list[str] = field(default_factory=list)
 
-    def stats(self) -> list[tuple[int, AudioStats]]:
-        """(entry index, measurement) for every file that decoded."""
+    @cached_property
+    def _decoded(self) -> list[tuple[int, AudioStats]]:
         return [(i, a) for i, a in enumerate(self.audio) if isinstance(a, AudioStats)]
 
-    def transcripts(self) -> list[tuple[int, str]]:
+    @cached_property
+    def _texts(self) -> list[tuple[int, str]]:
         return [(i, e.text) for i, e in enumerate(self.entries) if e.text is not None]
+
+    def stats(self) -> list[tuple[int, AudioStats]]:
+        """(entry index, measurement) for every file that decoded."""
+        return self._decoded
+
+    def transcripts(self) -> list[tuple[int, str]]:
+        """(entry index, text) for every entry that has a transcript, empty or not."""
+        return self._texts
 
     def where(self, i: int) -> str:
         """How a user finds entry i: its manifest line and file, or its path in a directory."""

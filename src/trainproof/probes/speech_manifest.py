@@ -123,7 +123,10 @@ def read_manifest(path: Path, limit: int) -> Listing:
                 entry = _manifest_entry(json.loads(text), path.parent, line)
             except (json.JSONDecodeError, RecursionError) as exc:
                 entry = f"not JSON: {getattr(exc, 'msg', type(exc).__name__)}"
-            out.entries.append(entry) if isinstance(entry, Entry) else out.bad(line, entry)
+            if isinstance(entry, Entry):
+                out.entries.append(entry)
+            else:
+                out.bad(line, entry)
     return out
 
 

@@ -419,13 +419,12 @@ def long_silences(ds: SpeechDataset) -> list[Finding] | Skip:
     skip = _needs_audio(ds)
     if skip:
         return skip
-    hits = [(i, f"{a.longest_quiet / a.samplerate:.1f} s at {a.quiet_start / a.samplerate:.1f} s")
-            for i, a in ds.stats() if a.longest_quiet / a.samplerate > SILENCE.t("max_s")]
+    hits = [(i, f"{a.longest_quiet_s:.1f} s at {a.quiet_start_s:.1f} s")
+            for i, a in ds.stats() if a.longest_quiet_s > SILENCE.t("max_s")]
     if not hits:
         return []
-    hits.sort(key=lambda h: -ds.audio[h[0]].longest_quiet / ds.audio[h[0]].samplerate)
-    top = ds.audio[hits[0][0]]
-    return _per_entry(SILENCE, ds, hits, longest=top.longest_quiet / top.samplerate)
+    hits.sort(key=lambda h: -ds.audio[h[0]].longest_quiet_s)
+    return _per_entry(SILENCE, ds, hits, longest=ds.audio[hits[0][0]].longest_quiet_s)
 
 
 @check("duplicates", DUPLICATES)
