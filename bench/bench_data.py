@@ -118,6 +118,21 @@ def rate(label: str, seconds_audio: float, times: tuple[float, float]) -> float:
     return ms
 
 
+def transcripts(n: int) -> None:
+    """The transcript checks' cost per entry (ttsproof's normaliser dominates)."""
+    from trainproof.probes.speech_text import normaliser, rewritten, scripts_of
+
+    normalise = normaliser()
+    if normalise is None:
+        print("transcripts: ttsproof not installed, not measured")
+        return
+    texts = [f"{SENTENCES[i % len(SENTENCES)]} Take {i} at 10:{i % 60:02d}." if i % 5 == 0
+             else SENTENCES[i % len(SENTENCES)] for i in range(n)]
+    wall, cpu = timed(lambda: [(rewritten(t, normalise), scripts_of(t)) for t in texts])
+    print(f"{'transcripts (normalise + scripts)':<34} {1e6 * wall / n:>8.0f} us/transcript wall  "
+          f"{1e6 * cpu / n:>8.0f} us/transcript CPU")
+
+
 def run(files: int, root: Path, signal: str) -> None:
     total = write_clips(root, files, signal)
     root = root / signal
@@ -137,6 +152,7 @@ def run(files: int, root: Path, signal: str) -> None:
     with contextlib.redirect_stdout(io.StringIO()):
         cli_wall = timed(lambda: main(["data", str(root), "--json"]))
     cli_ms = rate("cli: trainproof data DIR --json", total, cli_wall)
+    transcripts(2000)
     print(f"\ncli vs naive reference: {naive_ms / cli_ms:.0f}x faster; cli vs bare decode: {cli_ms / decode_ms:.2f}x "
           f"its time; old tool's published figure 8 ms per audio s -> {8 / cli_ms:.0f}x")
 
