@@ -118,7 +118,9 @@ def _inner_runs(quiet: np.ndarray, lo: int, hi: int, offset: int) -> list[QuietR
     full = chunks.all(axis=1)
     if not full.any():
         return []
-    edges = np.flatnonzero(np.diff(full.view(np.int8), prepend=0, append=0))
+    padded = np.zeros(full.size + 2, dtype=bool)
+    padded[1:-1] = full
+    edges = np.flatnonzero(padded[1:] != padded[:-1])
     first, stop = edges[0::2], edges[1::2]  # runs of wholly quiet chunks: [first, stop)
     # the chunks beside a run are not wholly quiet, so argmin finds their first loud sample
     before = np.argmin(chunks[np.maximum(first - 1, 0), ::-1], axis=1)
