@@ -10,7 +10,7 @@ import soundfile as sf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from test_data_support import SR, tone, write
+from .test_data_support import SR, tone, write
 from trainproof.probes.audio import (
     BLOCK_FRAMES,
     QUIET_CHUNK,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from test_data_support import finding, healthy_clips, ids, manifest_for, run_json, write_manifest
+from .test_data_support import finding, healthy_clips, ids, manifest_for, run_json, write_manifest
 from trainproof.cli import main
 from trainproof.probes.speech_manifest import read_listing
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_data_support import SR, finding, healthy_clips, ids, manifest_for, run_json, tone, write, write_manifest
+from .test_data_support import SR, finding, healthy_clips, ids, manifest_for, run_json, tone, write, write_manifest
 from trainproof.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
