@@ -10,7 +10,6 @@ import soundfile as sf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .test_data_support import SR, tone, write
 from trainproof.probes.audio import (
     BLOCK_FRAMES,
     QUIET_CHUNK,
@@ -23,6 +22,8 @@ from trainproof.probes.audio import (
     measure_many,
 )
 from trainproof.probes.audio_header import wav_missing_bytes
+
+from .test_data_support import SR, tone, write
 
 LEVELS = Levels(clip=0.99, quiet=0.005)
 

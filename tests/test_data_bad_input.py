@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from .test_data_support import finding, healthy_clips, ids, manifest_for, run_json, write_manifest
 from trainproof.cli import main
 from trainproof.probes.speech_manifest import read_listing
+
+from .test_data_support import finding, healthy_clips, ids, manifest_for, run_json, write_manifest
 
 BROKEN = Path(__file__).parent / "fixtures" / "data" / "broken"
 SRC = str(Path(__file__).resolve().parents[1] / "src")

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .test_data_support import SR, finding, healthy_clips, ids, manifest_for, run_json, tone, write, write_manifest
 from trainproof.cli import main
+
+from .test_data_support import SR, finding, healthy_clips, ids, manifest_for, run_json, tone, write, write_manifest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
 

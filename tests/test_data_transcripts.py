@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from .test_data_support import finding, healthy_clips, ids, manifest_for, run_json, write_manifest
 from trainproof.probes.speech_text import rewritten, scripts_of, what_needs_reading
+
+from .test_data_support import finding, healthy_clips, ids, manifest_for, run_json, write_manifest
 
 ttsproof = pytest.importorskip("ttsproof", reason="ttsproof provides the TTS text normaliser")
 

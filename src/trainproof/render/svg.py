@@ -4,13 +4,13 @@ step, with the steps findings point at marked. No scripts, no external assets.""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 W, H, PAD = 640, 200, 34
 COLOURS = {"loss": ("#1f5fbf", "blue"), "eval_loss": ("#c2410c", "orange")}
 
 
-def _scale(lo: float, hi: float, a: float, b: float):  # noqa: ANN202 - tiny closure factory
+def _scale(lo: float, hi: float, a: float, b: float) -> Callable[[float], float]:
     span = (hi - lo) or 1.0
     return lambda v: a + (v - lo) / span * (b - a)
 
