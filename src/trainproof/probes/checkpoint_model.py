@@ -21,6 +21,10 @@ class Integrity(str, enum.Enum):
 OPTIMIZER_KEYS = ("optimizer", "optimizer_states", "optimizer_state_dict", "optim", "opt")
 RESUME_KEYS = ("epoch", "global_step", "step", "iteration", "pytorch-lightning_version",
                "loops", "lr_schedulers", "scheduler", "trainer_state")
+# Bookkeeping a trainer stores beside the weights (Lightning's ModelCheckpoint keeps
+# `kth_value = inf` until a metric arrives): not judged as weights.
+META_KEYS = ("callbacks", "loops", "lr_schedulers", "scheduler", "hyper_parameters", "trainer_state",
+             "rng_state", "rng_states")
 
 
 @dataclass
@@ -50,9 +54,12 @@ class TensorInfo:
 
     @property
     def role(self) -> str:
-        """weight / bias / buffer / optimizer: only weights are judged for all-zero."""
+        """weight / bias / buffer / optimizer / meta: only weights are judged for all-zero,
+        and trainer bookkeeping (meta) is not judged at all."""
         if self.in_optimizer:
             return "optimizer"
+        if self.name.split(".", 1)[0] in META_KEYS:
+            return "meta"
         leaf = self.name.rsplit(".", 1)[-1]
         if "bias" in leaf:
             return "bias"

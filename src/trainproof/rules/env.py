@@ -84,7 +84,7 @@ IMPORT_FAIL = rule(
 IMPORT_CRASH = rule(
     id="TP-ENV-IMPORT-CRASH", level=Level.FAIL, group=G,
     title="Importing the training module crashed the interpreter (native crash, no Python exception).",
-    evidence="{detail}; last Python line: {raised_at}",
+    evidence="{detail}; last Python line: {raised_at} (your code: {user_frame})",
     summary="The child died without raising: a signal (SIGSEGV, SIGABRT, ...) or an exit that "
     "bypassed Python's exception handling (os._exit, a native library calling exit()).",
     why="A native crash in an extension (a CUDA, BLAS or tokenizer build for another ABI) takes "
@@ -98,7 +98,7 @@ IMPORT_CRASH = rule(
 IMPORT_TIMEOUT = rule(
     id="TP-ENV-IMPORT-TIMEOUT", level=Level.FAIL, group=G,
     title="Importing the training module did not finish in time.",
-    evidence="{detail} (--import-timeout {timeout:g} s); stuck at {raised_at}",
+    evidence="{detail} (--import-timeout {timeout:g} s); stuck at {raised_at} (your code: {user_frame})",
     summary="The import was still running when the timeout expired; the child and its process "
     "group were killed.",
     why="Imports that block (a network call, a lock, a dataset download at import time) stall "
@@ -154,10 +154,12 @@ def import_outcome(r: ImportResult) -> list[Finding]:
                                     **common)]
     if r.outcome == "crashed":
         return [IMPORT_CRASH.finding(loc, detail=r.detail, raised_at=r.raised_at or "unknown",
+                                     user_frame=r.user_frame or "none found",
                                      returncode=r.returncode, signal=r.signal or None, **common)]
     if r.outcome == "timeout":
         return [IMPORT_TIMEOUT.finding(loc, detail=r.detail, timeout=r.seconds,
-                                       raised_at=r.raised_at or "unknown", **common)]
+                                       raised_at=r.raised_at or "unknown",
+                                       user_frame=r.user_frame or "none found", **common)]
     rule_ = CWD_MISSING if r.outcome == "cwd-missing" else PYTHON_UNUSABLE
     return [rule_.finding(loc, detail=r.detail, **common)]
 
@@ -350,7 +352,8 @@ NONFINITE = rule(
     id="TP-ENV-CKPT-NONFINITE", level=Level.FAIL, group=G,
     title="The checkpoint holds NaN or Inf values.",
     evidence="{n} tensor(s) with non-finite values ({nan} NaN, {inf} Inf): {names}",
-    summary="Counted from the raw bytes of every float tensor, weights and optimizer state alike.",
+    summary="Counted from the raw bytes of every float tensor, weights and optimizer state alike "
+    "(trainer bookkeeping such as Lightning's callback state, where inf is a normal start, aside).",
     why="Resuming from non-finite weights or Adam moments makes every following step NaN; the "
     "run that wrote this had already diverged.",
     fix="Resume from an earlier checkpoint, before the loss went non-finite; lower the learning "
@@ -387,7 +390,7 @@ UNMEASURED = rule(
 
 @check("ckpt-tensor-health", NONFINITE, DEAD_TENSOR, UNMEASURED)
 def tensor_health(s: CheckpointSubject) -> list[Finding] | Skip:
-    tensors = [t for f in s.scan.files if f.integrity is Integrity.OK for t in f.tensors]
+    tensors = [t for f in s.scan.files if f.integrity is Integrity.OK for t in f.tensors if t.role != "meta"]
     if not tensors:
         return Skip(SkipKind.NO_DATA, "no tensors in an intact file")
     loc = Location(s.scan.path)
