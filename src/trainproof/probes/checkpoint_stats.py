@@ -77,7 +77,7 @@ def count_stream(chunks: Iterable[bytes], dtype: str, spans: list[Span], order: 
     pos = 0  # element index of the chunk's first element
     carry = b""
     for chunk in chunks:
-        raw = carry + chunk
+        raw = carry + chunk if carry else chunk
         usable = len(raw) - len(raw) % size
         carry = raw[usable:]
         if not usable:
@@ -94,6 +94,8 @@ def count_stream(chunks: Iterable[bytes], dtype: str, spans: list[Span], order: 
 def _accumulate(t: TensorInfo, x: np.ndarray) -> None:
     t.measured += int(x.size)
     if x.dtype.kind in "fc":
-        t.nan += int(np.count_nonzero(np.isnan(x)))
-        t.inf += int(np.count_nonzero(np.isinf(x)))
+        finite = int(np.count_nonzero(np.isfinite(x)))
+        if finite < x.size:  # the rare case pays for telling NaN from Inf
+            t.nan += int(np.count_nonzero(np.isnan(x)))
+            t.inf += x.size - finite - int(np.count_nonzero(np.isnan(x)))
     t.nonzero += int(np.count_nonzero(x))
