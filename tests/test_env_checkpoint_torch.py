@@ -255,3 +255,19 @@ def test_lightning_checkpoint_truncated_copy(capsys, tmp_path):
     cut.write_bytes(cut.read_bytes()[:-200])
     _, doc = run_env(capsys, "--checkpoint", str(cut))
     assert "TP-ENV-CKPT-TRUNCATED" in ids(report(doc, "checkpoint", cut))
+
+
+def test_storage_shorter_than_its_tensor_is_corrupt(capsys, tmp_path):
+    """A re-zipped checkpoint whose storage lost bytes: every CRC is valid, the table is not."""
+    src = tmp_path / "c.pt"
+    torch.save({"w": torch.ones(8, 8)}, src)
+    dst = tmp_path / "short.pt"
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info)
+            zout.writestr(info.filename, data[:100] if info.filename.endswith("data/0") else data)
+    with pytest.raises(Exception):  # noqa: B017 - torch refuses it as well
+        torch.load(dst, weights_only=True)
+    code, doc = run_env(capsys, "--checkpoint", str(dst))
+    f = finding(report(doc, "checkpoint", dst), "TP-ENV-CKPT-CORRUPT")
+    assert "holds 100 bytes, the pickle says 256" in f["evidence"] and code == 1

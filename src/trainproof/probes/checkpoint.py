@@ -78,7 +78,7 @@ def _sharded(path: str, p: Path) -> CheckpointScan:
 
 def inspect_index(p: Path) -> dict[str, str] | FileScan:
     """The weight_map of a shard index, or a FileScan saying why it cannot be read."""
-    probe = inspect_file_shallow(p)
+    probe = _absent_or_empty(p)
     if probe is not None:
         return probe
     try:
@@ -93,7 +93,8 @@ def inspect_index(p: Path) -> dict[str, str] | FileScan:
     return wmap
 
 
-def inspect_file_shallow(p: Path) -> FileScan | None:
+def _absent_or_empty(p: Path) -> FileScan | None:
+    """Why `p` cannot be an index at all, or None."""
     if not p.exists():
         return FileScan(str(p), "?", Integrity.MISSING, detail="no such file")
     if p.stat().st_size == 0:

@@ -16,7 +16,9 @@ from trainproof.probes.checkpoint_model import OPTIMIZER_KEYS, FileScan, Integri
 from trainproof.probes.checkpoint_stats import CHUNK_BYTES, Span, contiguous_span, count_stream, itemsize
 from trainproof.probes.pickle_scan import PickleError, Storage, TensorRef, scan_pickle, walk_tensors
 
-PICKLE_CAP = 256 << 20  # a data.pkl past this is not a plausible tensor table
+# A data.pkl past this is not a plausible tensor table (100k tensors take ~20 MB); the
+# cap also bounds the memory the symbolic replay can build.
+PICKLE_CAP = 64 << 20
 INFLATE_RATIO_CAP = 100  # torch stores entries uncompressed; more expansion than this is a bomb
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 PROGRESS_BYTES = 2 << 30  # progress on a terminal for files past this size
@@ -47,17 +49,20 @@ def _not_zip(path: Path, size: int, head: bytes) -> FileScan:
 
 
 def _legacy_magic(path: Path) -> bool:
+    """The legacy format opens with PROTO then the magic number as a LONG1."""
+    import io
     import pickletools
 
     with path.open("rb") as fh:
-        try:
-            for i, (op, arg, _) in enumerate(pickletools.genops(fh)):
-                if op.name in ("LONG1", "LONG4", "INT", "LONG"):
-                    return arg == LEGACY_MAGIC
-                if i > 3:
-                    return False
-        except Exception:
-            return False
+        head = io.BytesIO(fh.read(64))  # decoded from a bounded buffer: no declared length is trusted
+    try:
+        for i, (op, arg, _) in enumerate(pickletools.genops(head)):
+            if op.name in ("LONG1", "LONG4", "INT", "LONG"):
+                return arg == LEGACY_MAGIC
+            if i > 3:
+                return False
+    except Exception:  # any malformed head is simply not the legacy format
+        return False
     return False
 
 
@@ -73,6 +78,10 @@ def _inspect_zip(path: Path, size: int, zf: zipfile.ZipFile) -> FileScan:
         scan.integrity, scan.detail = problem
         return scan
     prefix = pkl.filename[: -len("data.pkl")]
+    if pkl.file_size > PICKLE_CAP:
+        scan.integrity = Integrity.UNREADABLE
+        scan.detail = f"{pkl.filename} declares {pkl.file_size} bytes, over the {PICKLE_CAP}-byte cap: not read"
+        return scan
     try:
         data = _read_capped(zf, pkl, PICKLE_CAP)
         result = scan_pickle(data)
@@ -105,8 +114,6 @@ def _extent_problem(infos: list[zipfile.ZipInfo], size: int) -> tuple[Integrity,
 
 
 def _read_capped(zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -> bytes:
-    if info.file_size > cap:
-        raise zipfile.BadZipFile(f"declares {info.file_size} bytes, over the {cap}-byte cap")
     with zf.open(info) as fh:
         return fh.read(cap + 1)[:cap]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trainproof.model import Finding, Level, Location, Skip, SkipKind
-from trainproof.probes.checkpoint_model import CheckpointScan, FileScan, Integrity, TensorInfo
+from trainproof.probes.checkpoint_model import RESUME_KEYS, CheckpointScan, FileScan, Integrity, TensorInfo
 from trainproof.probes.imports import ImportResult
 from trainproof.probes.machine import GB, Disk, Gpu, Gpus, Memory
 from trainproof.rules.base import Example, Threshold, check, example_runner, rule
@@ -430,8 +430,6 @@ NO_OPTIMIZER = rule(
 
 @check("ckpt-optimizer-state", NO_OPTIMIZER)
 def optimizer_state(s: CheckpointSubject) -> list[Finding] | Skip:
-    from trainproof.probes.checkpoint_model import RESUME_KEYS
-
     scan, loc = s.scan, Location(s.scan.path)
     if scan.layout == "hf-dir":
         if not scan.resume_dir:
