@@ -127,6 +127,17 @@ def test_hf_trainer_checkpoint_directory(capsys):
     assert "3 file(s)" in finding(rep, "TP-ENV-CKPT-OK")["evidence"]
 
 
+def test_hf_output_dir_is_judged_by_its_latest_checkpoint(capsys, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(FIXTURES / "hf" / "checkpoint-2", out / "checkpoint-2")
+    (out / "checkpoint-10").mkdir()
+    (out / "checkpoint-10" / "trainer_state.json").write_text("{}")
+    (out / "checkpoint-10" / "model.safetensors").write_bytes(b"")  # the save that died
+    code, doc = run_env(capsys, "--checkpoint", str(out))
+    rep = report(doc, "checkpoint", out)
+    assert "checkpoint-10" in rep["notes"][0] and "TP-ENV-CKPT-EMPTY" in ids(rep) and code == 1
+
+
 def test_hf_checkpoint_without_optimizer_warns(capsys, tmp_path):
     path = tmp_path / "checkpoint-2"
     shutil.copytree(FIXTURES / "hf" / "checkpoint-2", path)

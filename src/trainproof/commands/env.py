@@ -101,7 +101,7 @@ def _checkpoint_report(s: CheckpointSubject) -> Report:
     ok = checkpoint_statement(s, out)
     if ok is not None:
         findings.append(ok)
-    notes = []
+    notes = list(s.scan.notes)
     for f in s.scan.files:
         if f.globals:
             flagged = set(_unsafe(f.globals))

@@ -102,8 +102,21 @@ def _absent_or_empty(p: Path) -> FileScan | None:
     return None
 
 
+def _latest_trainer_checkpoint(p: Path) -> Path | None:
+    """HF Trainer's output_dir holds checkpoint-<step>/ folders; resume takes the highest step."""
+    steps = [(int(d.name.split("-", 1)[1]), d) for d in p.glob("checkpoint-*")
+             if d.is_dir() and d.name.split("-", 1)[1].isdigit()]
+    return max(steps)[1] if steps else None
+
+
 def _directory(path: str, p: Path) -> CheckpointScan:
     weights = next((p / n for n in HF_WEIGHTS if (p / n).exists()), None)
+    latest = _latest_trainer_checkpoint(p) if weights is None else None
+    if latest is not None:
+        scan = _directory(str(latest), latest)
+        scan.path = path
+        scan.notes.append(f"an output directory: judged its latest checkpoint, {latest.name}")
+        return scan
     if weights is None:
         ckpts = sorted(p.glob("*.ckpt")) + sorted(p.glob("*.pt")) + sorted(p.glob("*.pth"))
         if not ckpts:

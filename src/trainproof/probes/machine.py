@@ -28,6 +28,11 @@ class Disk:
     free: float | None
     total: float | None = None
     why_unknown: str = ""
+    target: str = ""  # the directory asked about, which may not exist yet
+
+    @property
+    def where(self) -> str:
+        return self.path if not self.target or self.target == self.path else f"{self.target} (on {self.path})"
 
 
 @dataclass
@@ -133,14 +138,15 @@ def _stat(path: Path, key: str) -> float:
 
 def measure_disk(path: str) -> Disk:
     """Free space where `path` is or will be created (its nearest existing ancestor)."""
-    p = Path(path).absolute()
+    target = Path(path).absolute()
+    p = target
     while not p.exists() and p != p.parent:
         p = p.parent
     try:
         usage = shutil.disk_usage(p)
     except OSError as exc:
-        return Disk(str(p), None, why_unknown=f"cannot stat {p}: {exc.strerror or exc}")
-    return Disk(str(p), float(usage.free), float(usage.total))
+        return Disk(str(p), None, why_unknown=f"cannot stat {p}: {exc.strerror or exc}", target=str(target))
+    return Disk(str(p), float(usage.free), float(usage.total), target=str(target))
 
 
 def measure_gpus() -> Gpus:

@@ -319,7 +319,7 @@ UNSAFE_PICKLE = rule(
     "your own code.",
     why="torch.load(weights_only=False) runs whatever the pickle names; a checkpoint from "
     "anywhere but your own run can execute code on load. torch >= 2.6 refuses these by default, "
-    "so an old script's weights_only=False is the only thing standing between them and you.",
+    "but any script that passes weights_only=False, or runs an older torch, executes them.",
     fix="Do not load it with weights_only=False. If the global is your own class, save "
     "state_dict()s instead of objects; otherwise treat the file as hostile.",
     limits="Judged from the names alone: the file was never unpickled and nothing it names was "
@@ -694,8 +694,8 @@ def disk(m: MachineSubject) -> list[Finding] | Skip:
         return [DISK_UNKNOWN.finding(Location(d.path if d else "."), detail=why, need_gb=round(need, 1))]
     loc = Location(d.path)
     if need is None:
-        return [DISK_INFO.finding(loc, free_gb=_gb(d.free), total_gb=_gb(d.total), path=d.path)]
-    vals = dict(free_gb=_gb(d.free), path=d.path, need_gb=need, checkpoint_gb=m.checkpoint_gb or 0.0,
+        return [DISK_INFO.finding(loc, free_gb=_gb(d.free), total_gb=_gb(d.total), path=d.where)]
+    vals = dict(free_gb=_gb(d.free), path=d.where, need_gb=need, checkpoint_gb=m.checkpoint_gb or 0.0,
                 keep=m.keep, size_from=m.checkpoint_source)
     rule_ = DISK_INSUFFICIENT if d.free / GB < need else DISK_OK
     return [rule_.finding(loc, **vals)]
