@@ -271,3 +271,11 @@ def test_storage_shorter_than_its_tensor_is_corrupt(capsys, tmp_path):
     code, doc = run_env(capsys, "--checkpoint", str(dst))
     f = finding(report(doc, "checkpoint", dst), "TP-ENV-CKPT-CORRUPT")
     assert "holds 100 bytes, the pickle says 256" in f["evidence"] and code == 1
+
+
+def test_a_fifo_is_refused_without_blocking(capsys, tmp_path):
+    fifo = tmp_path / "ckpt.pt"
+    os.mkfifo(fifo)
+    code, doc = run_env(capsys, "--checkpoint", str(fifo))
+    assert "not a regular file" in finding(report(doc, "checkpoint", fifo), "TP-ENV-CKPT-UNREADABLE")["evidence"]
+    assert code == 2

@@ -1,7 +1,7 @@
 """Run by the user's interpreter as a script: imports one module and writes what
 happened as JSON to the report file named on the command line. Standalone on
 purpose (the user's Python need not have trainproof installed), and plain
-enough for any Python 3. Usage: python _import_child.py MODULE REPORT FAULTLOG [DUMP_AFTER_SECONDS]"""
+enough for any Python 3. Usage: python _import_child.py MODULE REPORT FAULTLOG"""
 
 import faulthandler
 import json
@@ -31,8 +31,10 @@ def main():
                     "executable": sys.executable})
     fault = open(faultlog, "w")  # noqa: SIM115 - stays open for faulthandler until os._exit
     faulthandler.enable(file=fault, all_threads=False)
-    if len(sys.argv) > 4:  # name the line a hanging import is stuck on, before the parent kills it
-        faulthandler.dump_traceback_later(float(sys.argv[4]), file=fault)
+    if hasattr(faulthandler, "register"):  # SIGUSR1 from the parent on timeout: say where it hangs
+        import signal
+
+        faulthandler.register(signal.SIGUSR1, file=fault, all_threads=False)
     try:
         __import__(module)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt during import count too

@@ -36,6 +36,8 @@ def inspect_file(p: Path) -> FileScan:
     try:
         if not p.exists():
             return FileScan(str(p), "?", Integrity.MISSING, detail="no such file")
+        if not p.is_file():  # a FIFO or device would block or stream forever
+            return FileScan(str(p), "?", Integrity.UNREADABLE, detail="not a regular file")
         size = p.stat().st_size
         if size == 0:
             return FileScan(str(p), "?", Integrity.EMPTY, detail="0 bytes: the save never wrote anything")

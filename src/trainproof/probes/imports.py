@@ -17,6 +17,7 @@ from pathlib import Path
 
 CHILD = Path(__file__).with_name("_import_child.py")
 TAIL_BYTES = 4000
+DUMP_WAIT_S = 2.0  # how long a timed-out child gets to write where it is stuck
 _FAULT_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 
 
@@ -57,8 +58,7 @@ def _run_child(res: ImportResult, exe: str, report: str, fault: str, err: str, t
     start = time.monotonic()
     with open(err, "wb") as err_fh:
         try:
-            dump_after = f"{max(timeout - 0.5, timeout * 0.8):.3f}"
-            proc = subprocess.Popen([exe, str(CHILD), res.module, report, fault, dump_after], cwd=res.cwd,
+            proc = subprocess.Popen([exe, str(CHILD), res.module, report, fault], cwd=res.cwd,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err_fh,
                                     start_new_session=True)
         except OSError as exc:
@@ -67,6 +67,7 @@ def _run_child(res: ImportResult, exe: str, report: str, fault: str, err: str, t
         try:
             res.returncode = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            _ask_where(proc, fault)
             _kill_group(proc)
             res.stderr_tail = _tail(err)
             res.outcome, res.seconds = "timeout", timeout
@@ -75,6 +76,22 @@ def _run_child(res: ImportResult, exe: str, report: str, fault: str, err: str, t
     res.seconds = time.monotonic() - start
     res.stderr_tail = _tail(err)
     return _interpret(res, _read_report(report), fault)
+
+
+def _ask_where(proc: subprocess.Popen, fault: str) -> None:
+    """SIGUSR1 makes the child's faulthandler dump the stack it is stuck in."""
+    import time
+
+    try:
+        os.kill(proc.pid, signal.SIGUSR1)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + DUMP_WAIT_S
+    while time.monotonic() < deadline and proc.poll() is None:
+        if os.path.exists(fault) and os.path.getsize(fault) > 0:
+            time.sleep(0.05)  # let the dump finish its last lines
+            return
+        time.sleep(0.02)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
