@@ -139,3 +139,18 @@ def test_bad_timeout_is_a_usage_error(capsys, value):
 
     assert main(["env", "--module", "x", "--import-timeout", value]) == 2
     assert "import-timeout" in capsys.readouterr().err
+
+
+def test_the_given_interpreter_is_the_one_probed(capsys, tmp_path):
+    """A bare venv lacks this environment's numpy: the same module passes here, fails there."""
+    import subprocess
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    _write(tmp_path, "train", "import numpy\n")
+    code, rep = _probe(capsys, tmp_path, "train")
+    assert code == 0 and rep["verdict"] == "PASS"
+    code, rep = _probe(capsys, tmp_path, "train", "--python", str(venv / "bin" / "python"))
+    f = finding(rep, "TP-ENV-IMPORT-FAIL")
+    assert f["values"]["exc_type"] == "ModuleNotFoundError" and f["values"]["python"].startswith(str(venv))
+    assert code == 1
