@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import zipfile
 
 import pytest
@@ -177,7 +178,9 @@ def test_bit_flip_is_corrupt_even_though_torch_loads_it(capsys, tmp_path):
     with zipfile.ZipFile(path) as z:
         info = next(i for i in z.infolist() if i.filename.endswith("data/0"))
     data = bytearray(path.read_bytes())
-    data[info.header_offset + 30 + len(info.filename) + len(info.extra) + 5] ^= 0x10
+    # the local header's extra field (torch pads it for alignment) differs from the central one
+    name_len, extra_len = struct.unpack("<HH", data[info.header_offset + 26:info.header_offset + 30])
+    data[info.header_offset + 30 + name_len + extra_len + 5] ^= 0x10
     flipped = tmp_path / "flipped.pt"
     flipped.write_bytes(bytes(data))
     torch.load(flipped, weights_only=True)  # torch does not verify CRCs: it loads silently

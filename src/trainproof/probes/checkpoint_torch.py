@@ -5,6 +5,7 @@ counted for NaN/Inf/zeros in the same single pass that checks its CRC."""
 
 from __future__ import annotations
 
+import struct
 import sys
 import zipfile
 import zlib
@@ -73,7 +74,7 @@ def _inspect_zip(path: Path, size: int, zf: zipfile.ZipFile) -> FileScan:
     if pkl is None:
         scan.integrity, scan.detail = Integrity.UNREADABLE, "a ZIP without data.pkl: not a torch checkpoint"
         return scan
-    problem = _extent_problem(infos, size)
+    problem = _extent_problem(path, infos, size)
     if problem:
         scan.integrity, scan.detail = problem
         return scan
@@ -100,16 +101,31 @@ def _inspect_zip(path: Path, size: int, zf: zipfile.ZipFile) -> FileScan:
     return scan
 
 
-def _extent_problem(infos: list[zipfile.ZipInfo], size: int) -> tuple[Integrity, str] | None:
-    for i in infos:
-        end = i.header_offset + 30 + len(i.filename.encode()) + i.compress_size
-        if end > size:
-            return Integrity.TRUNCATED, (f"entry {i.filename} extends to byte {end} but the file "
-                                         f"has {size}: the write stopped part-way")
-        if i.compress_type != zipfile.ZIP_STORED and i.file_size > INFLATE_RATIO_CAP * max(i.compress_size, 1):
-            return Integrity.UNREADABLE, (f"entry {i.filename} declares {i.file_size} bytes from "
-                                          f"{i.compress_size} compressed (over {INFLATE_RATIO_CAP}x): "
-                                          "not inflated")
+def _extent_problem(path: Path, infos: list[zipfile.ZipInfo], size: int) -> tuple[Integrity, str] | None:
+    """Every entry's data must lie inside the file. The local header's extra field (torch pads
+    it to align storages) is read from the local header itself: the central one differs."""
+    with path.open("rb") as fh:
+        for i in infos:
+            fh.seek(i.header_offset)
+            head = fh.read(30)
+            if len(head) < 30 or head[:4] != b"PK\x03\x04":
+                return Integrity.TRUNCATED if len(head) < 30 else Integrity.CORRUPT, (
+                    f"no local header for entry {i.filename} at byte {i.header_offset}")
+            name_len, extra_len = struct.unpack("<HH", head[26:30])
+            end = i.header_offset + 30 + name_len + extra_len + i.compress_size
+            problem = _entry_problem(i, end, size)
+            if problem:
+                return problem
+    return None
+
+
+def _entry_problem(i: zipfile.ZipInfo, end: int, size: int) -> tuple[Integrity, str] | None:
+    if end > size:
+        return Integrity.TRUNCATED, (f"entry {i.filename} extends to byte {end} but the file "
+                                     f"has {size}: the write stopped part-way")
+    if i.compress_type != zipfile.ZIP_STORED and i.file_size > INFLATE_RATIO_CAP * max(i.compress_size, 1):
+        return Integrity.UNREADABLE, (f"entry {i.filename} declares {i.file_size} bytes from "
+                                      f"{i.compress_size} compressed (over {INFLATE_RATIO_CAP}x): not inflated")
     return None
 
 
