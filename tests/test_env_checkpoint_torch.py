@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from test_env_support import finding, ids, report, run_env
+from .test_env_support import finding, ids, report, run_env
 from trainproof.probes.checkpoint import inspect_checkpoint
 
 torch = pytest.importorskip("torch")
@@ -241,7 +241,7 @@ def test_huge_declared_entry_is_not_inflated(capsys, tmp_path):
 
 
 def test_lightning_checkpoint_fixture(capsys, tmp_path):
-    from test_env_support import FIXTURES
+    from .test_env_support import FIXTURES
 
     path = FIXTURES / "lightning" / "last.ckpt"
     code, doc = run_env(capsys, "--checkpoint", str(path))
@@ -251,7 +251,7 @@ def test_lightning_checkpoint_fixture(capsys, tmp_path):
 
 
 def test_lightning_checkpoint_truncated_copy(capsys, tmp_path):
-    from test_env_support import FIXTURES
+    from .test_env_support import FIXTURES
 
     cut = tmp_path / "last.ckpt"
     shutil.copy(FIXTURES / "lightning" / "last.ckpt", cut)

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from test_env_support import finding, report, run_env
+from .test_env_support import finding, report, run_env
 
 
 def _write(tmp_path, name: str, body: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_env_support import finding, ids, report, run_env
+from .test_env_support import finding, ids, report, run_env
 from trainproof.probes.machine import GB, measure_disk, measure_gpus, measure_memory
 
 MEMINFO = "MemTotal:       65536000 kB\nMemFree:         1000000 kB\nMemAvailable:   50000000 kB\n"

@@ -10,7 +10,7 @@ import struct
 
 import pytest
 
-from test_env_support import FIXTURES, finding, ids, report, run_env
+from .test_env_support import FIXTURES, finding, ids, report, run_env
 
 torch = pytest.importorskip("torch")
 st = pytest.importorskip("safetensors.torch")
