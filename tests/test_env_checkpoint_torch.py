@@ -11,8 +11,9 @@ import zipfile
 
 import pytest
 
-from .test_env_support import finding, ids, report, run_env
 from trainproof.probes.checkpoint import inspect_checkpoint
+
+from .test_env_support import finding, ids, report, run_env
 
 torch = pytest.importorskip("torch")
 

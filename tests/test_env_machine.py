@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from .test_env_support import finding, ids, report, run_env
 from trainproof.probes.machine import GB, measure_disk, measure_gpus, measure_memory
+
+from .test_env_support import finding, ids, report, run_env
 
 MEMINFO = "MemTotal:       65536000 kB\nMemFree:         1000000 kB\nMemAvailable:   50000000 kB\n"
 
