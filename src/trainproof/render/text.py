@@ -26,8 +26,13 @@ def ascii_only(s: str) -> str:
 
 
 def _wrap(prefix: str, body: str, indent: int) -> list[str]:
-    return textwrap.wrap(body, WIDTH, initial_indent=prefix, subsequent_indent=" " * indent,
-                         break_on_hyphens=False) or [prefix]
+    """Wrap to WIDTH, keeping the body's own line breaks (multi-line exception messages)."""
+    out: list[str] = []
+    for i, para in enumerate(body.splitlines() or [""]):
+        first = prefix if i == 0 else " " * indent
+        out += textwrap.wrap(para, WIDTH, initial_indent=first, subsequent_indent=" " * indent,
+                             break_on_hyphens=False) or [first.rstrip()]
+    return out
 
 
 def _span(r: Report) -> str:
