@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from trainproof.model import Finding, Level, Location, Report, Run, Skip, SkipKind
 from trainproof.rules import checks
 from trainproof.rules import status as S
@@ -31,7 +33,8 @@ def apply(group: str, subject: Any, only: Iterable[str] | None = None) -> Outcom
             out.skipped[c.name] = str(Skip(SkipKind.NOT_REQUESTED, "not requested"))
             continue
         try:
-            result = c.judge(subject)
+            with np.errstate(all="ignore"):  # inf/NaN ratios are evidence, not warnings
+                result = c.judge(subject)
             result = result if isinstance(result, Skip) else list(result)
         except Exception as exc:  # a bug in one check must not hide the others
             result = Skip(SkipKind.FAILED, f"checker failed: {type(exc).__name__}: {exc}")
@@ -49,6 +52,22 @@ def _joined(names: Iterable[str]) -> str:
 
 def _skipped_text(skipped: dict[str, str]) -> str:
     return "; ".join(f"{k} ({v})" for k, v in sorted(skipped.items())) or "none"
+
+
+CURVE_POINTS = 400  # enough for a chart in a report; never a judging input
+
+
+def curves(run: Run) -> dict[str, tuple[tuple[float, ...], tuple[float, ...]]]:
+    """Finite loss/eval_loss points, evenly thinned, for renderers that draw charts."""
+    out = {}
+    for name in ("loss", "eval_loss"):
+        s = run.get(name)
+        if s is None:
+            continue
+        f = s.finite_only()
+        idx = np.unique(np.linspace(0, len(f) - 1, min(len(f), CURVE_POINTS)).astype(int)) if len(f) else []
+        out[name] = (tuple(f.steps[idx].tolist()), tuple(f.values[idx].tolist()))
+    return out
 
 
 def judge_run(run: Run, required: bool = True) -> Report:
@@ -72,7 +91,7 @@ def judge_run(run: Run, required: bool = True) -> Report:
             findings.append(S.PASS.finding(loc, n=finite, ran=_joined(sorted(out.ran)),
                                            skipped=_skipped_text(out.skipped)))
     return Report(findings=tuple(findings), ran=tuple(sorted(out.ran)),
-                  skipped=dict(sorted(out.skipped.items())), **base)
+                  skipped=dict(sorted(out.skipped.items())), curves=curves(run), **base)
 
 
 def judge_pair(pair: Pair, baseline_report: Report | None = None) -> Report:

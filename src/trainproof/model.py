@@ -143,6 +143,7 @@ class Report:
     notes: tuple[str, ...] = ()
     required: bool = True  # False for what doctor discovered on its own
     kind: str = "run"
+    curves: Mapping[str, tuple[tuple[float, ...], tuple[float, ...]]] = field(default_factory=dict)
 
     @property
     def verdict(self) -> Verdict:

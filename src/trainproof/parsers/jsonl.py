@@ -52,7 +52,7 @@ def _decode_block(block: bytes, tally: Tally) -> list[dict[str, Any]]:
     if body[:1] == b"{" and b"\n\n" not in body:
         try:
             rows = loads(b"[" + body.replace(b"\n", b",") + b"]")
-            if all(type(r) is dict for r in rows):
+            if set(map(type, rows)) == {dict}:
                 return rows
         except (ValueError, UnicodeDecodeError):
             pass

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from itertools import repeat
+from itertools import compress, repeat
+from operator import is_not
 from typing import Any
 
 import numpy as np
@@ -42,13 +43,21 @@ def find_step_key(keys: set[str]) -> str | None:
     return hits[0] if hits else None
 
 
-def steps_for(rows: list[dict[str, Any]], step_key: str | None, first_index: int) -> np.ndarray:
+def steps_for(rows: list[dict[str, Any]], step_key: str | None, first_index: int,
+              may_have_bools: bool = True) -> np.ndarray:
     """Each row's step; rows without one inherit the previous row's (or their index)."""
     n = len(rows)
     index = np.arange(first_index, first_index + n, dtype=np.float64)
     if step_key is None:
         return index
-    steps, have = to_float_array(column(rows, step_key))
+    vals = column(rows, step_key)
+    mask = present(vals)
+    if mask is None:
+        steps, have = to_float_array(vals, may_have_bools)
+    else:
+        steps, have = np.full(n, np.nan), mask.copy()
+        got, ok = to_float_array(list(compress(vals, mask)), may_have_bools)
+        steps[mask], have[mask] = got, ok
     if have.all():
         return steps
     carry = np.where(have, np.arange(n), -1)
@@ -56,23 +65,32 @@ def steps_for(rows: list[dict[str, Any]], step_key: str | None, first_index: int
     return np.where(carry >= 0, steps[np.maximum(carry, 0)], index)
 
 
+def present(vals: list[Any]) -> np.ndarray | None:
+    """Mask of the cells that hold something, or None when every cell does (C loops)."""
+    if vals.count(None) == 0:
+        return None
+    return np.fromiter(map(is_not, vals, repeat(None)), dtype=bool, count=len(vals))
+
+
 def add_rows(rows: list[dict[str, Any]], cols: Columns, first_index: int, step_key: str | None,
              may_have_bools: bool = True) -> None:
     if not rows:
         return
     keys: set[str] = set().union(*rows)
-    steps = steps_for(rows, step_key, first_index)
+    steps = steps_for(rows, step_key, first_index, may_have_bools)
     for key in keys:
         if key == step_key:
             continue
         vals = column(rows, key)
+        mask = present(vals)
+        if mask is not None:  # sparse (eval entries, epoch rows): keep only the cells that exist
+            vals = list(compress(vals, mask))
         arr, ok = to_float_array(vals, may_have_bools)
         if not ok.any():
-            continue  # absent here, or a text column ("mode": "train"), not a metric
+            continue  # a text column ("mode": "train"), not a metric
+        at = steps if mask is None else steps[mask]
         if ok.all():
-            cols.extend(key, steps, arr)
-            continue
-        cols.extend(key, steps[ok], arr[ok])
-        bad = len(vals) - vals.count(None) - int(ok.sum())  # present but not a number
-        if bad:
-            cols.reject(key, bad)
+            cols.extend(key, at, arr)
+        else:
+            cols.extend(key, at[ok], arr[ok])
+            cols.reject(key, int((~ok).sum()))

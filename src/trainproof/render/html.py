@@ -7,6 +7,7 @@ from html import escape
 
 from trainproof import __version__
 from trainproof.model import Report, ReportSet
+from trainproof.render import svg
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:60em;color:#222}
@@ -29,10 +30,13 @@ def _report(r: Report) -> str:
     skipped = "".join(f"<li><code>{escape(k)}</code>: {escape(v)}</li>" for k, v in r.skipped.items())
     notes = "".join(f"<li>{escape(n)}</li>" for n in r.notes)
     ran = ", ".join(escape(c) for c in r.ran) or "none"
+    marks = {f.location.step for f in r.findings if f.location.step is not None
+             and f.level.value in ("FAIL", "WARN")}
+    plot = svg.chart(r.curves, sorted(marks))
     return (
         f"<section><h2><span class='v {escape(r.verdict.value)}'>{escape(r.verdict.value)}</span> "
         f"{escape(r.subject)}</h2><p class='meta'>format {escape(r.format)} · {r.records} records</p>"
-        f"<table><tr><th>level</th><th>rule</th><th>finding</th></tr>{rows}</table>"
+        + plot + f"<table><tr><th>level</th><th>rule</th><th>finding</th></tr>{rows}</table>"
         f"<p><b>Ran:</b> {ran}</p>"
         + (f"<p><b>Skipped</b> (not passed):</p><ul>{skipped}</ul>" if skipped else "")
         + (f"<p><b>Notes</b></p><ul>{notes}</ul>" if notes else "")
@@ -44,6 +48,10 @@ def render(rs: ReportSet) -> str:
     worst = rs.worst_verdict
     body = (f"<p><b>Error:</b> {escape(rs.error)}</p>" if rs.error
             else "".join(_report(r) for r in rs.triaged()))
+    skipped = rs.tables.get("not_judged") or []
+    if skipped:
+        items = "".join(f"<li><code>{escape(i['file'])}</code>: {escape(i['reason'])}</li>" for i in skipped)
+        body += f"<section><h2>Not judged</h2><ul>{items}</ul></section>"
     head = f"trainproof {escape(rs.command)}: {escape(worst.value) if worst else 'could not judge'}"
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"

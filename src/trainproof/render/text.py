@@ -26,8 +26,13 @@ def ascii_only(s: str) -> str:
 
 
 def _wrap(prefix: str, body: str, indent: int) -> list[str]:
-    return textwrap.wrap(body, WIDTH, initial_indent=prefix, subsequent_indent=" " * indent,
-                         break_on_hyphens=False) or [prefix]
+    """Wrap to WIDTH, keeping the body's own line breaks (multi-line exception messages)."""
+    out: list[str] = []
+    for i, para in enumerate(body.splitlines() or [""]):
+        first = prefix if i == 0 else " " * indent
+        out += textwrap.wrap(para, WIDTH, initial_indent=first, subsequent_indent=" " * indent,
+                             break_on_hyphens=False) or [first.rstrip()]
+    return out
 
 
 def _span(r: Report) -> str:
@@ -75,6 +80,12 @@ def render(rs: ReportSet) -> str:
     ranking = rs.tables.get("ranking")
     if ranking:
         lines += _ranking(list(ranking))  # type: ignore[arg-type]
+    skipped = rs.tables.get("not_judged")
+    if skipped:
+        lines.append("Not judged")
+        for item in skipped:  # type: ignore[union-attr]
+            lines += _wrap(f"  {item['file']}: ", item["reason"], 6)
+        lines.append("")
     if len(rs.reports) > 1:
         tally = {v: sum(1 for r in rs.reports if r.verdict is v) for v in Verdict}
         lines.append(f"{len(rs.reports)} reports: " + ", ".join(

@@ -62,7 +62,7 @@ def _loc(pair: Pair, step: float | None = None) -> Location:
 FLOOR_RATIO = rule(
     id="TP-FLOOR-RATIO", level=Level.FAIL, group=G,
     title="Loss floor is far above the baseline's.",
-    evidence="run floor {run_floor} vs baseline floor {base_floor} (ratio {ratio:.1f}x > {limit_ratio})",
+    evidence="run floor {run_floor} vs baseline floor {base_floor} (ratio {ratio:.2f}x > {limit_ratio})",
     summary="The best loss the run reached is a multiple of the best loss the baseline reached.",
     why="Same task, same model, several times the achievable loss: the run learns something, "
     "but not the task - shuffled labels, a wrong tokenizer, corrupted data.",
@@ -91,7 +91,7 @@ END_RATIO = rule(
     id="TP-END-RATIO", level=Level.FAIL, group=G,
     title="End loss is far above the baseline's.",
     evidence="run end {run_end} vs baseline end {base_end} (medians of the last {k} points; "
-    "ratio {ratio:.1f}x > {limit_ratio})",
+    "ratio {ratio:.2f}x > {limit_ratio})",
     summary="Where the run finished is a multiple of where the baseline finished.",
     why="The result you would ship is several times worse than the one you know is achievable.",
     fix="Look for what differs from the baseline: learning rate, data, precision, seed-only "
@@ -171,7 +171,7 @@ def improvement(pair: Pair) -> list[Finding] | Skip:
 GRADNORM_RATIO = rule(
     id="TP-GRADNORM-RATIO", level=Level.WARN, group=G,
     title="Gradient norms are far above the baseline's.",
-    evidence="run median grad_norm {run_med} vs baseline {base_med} ({ratio:.1f}x > {limit_ratio})",
+    evidence="run median grad_norm {run_med} vs baseline {base_med} ({ratio:.2f}x > {limit_ratio})",
     summary="The run's typical gradient norm is a multiple of the baseline's.",
     why="Persistently large gradients mean a sharper, less stable optimisation than the "
     "recipe is known to produce.",

@@ -113,6 +113,17 @@ def _filtered_hint(run: Run, g: Series) -> str:
     return ""
 
 
+def _nan_filter_hint(run: Run, onset: float) -> str:
+    g = run.get("grad_norm")
+    if g is None:
+        return ""
+    after = ~np.isfinite(g.values[g.steps >= onset])
+    if after.size and after.mean() > 0.5:
+        return ("; grad_norm is non-finite over the same steps - HF's logging_nan_inf_filter logs "
+                "NaN losses as 0.0, so these zeros are most likely NaNs")
+    return ""
+
+
 # ---------------------------------------------------------------- zero and flat loss
 
 ZERO_LOSS = rule(
@@ -132,7 +143,7 @@ ZERO_LOSS = rule(
 ZERO_LOSS_ONSET = rule(
     id="TP-ZERO-LOSS-ONSET", level=Level.FAIL, group=G,
     title="Loss collapsed to exactly zero.",
-    evidence="loss is exactly 0 on the last {tail} points, from step {step} on (was {before} before)",
+    evidence="loss is exactly 0 on the last {tail} points, from step {step} on (was {before} before){hidden}",
     summary="Loss becomes exactly 0 from some step on and stays there.",
     why="A loss that was positive and then sits at exactly 0 usually means a data shard with "
     "no trainable tokens, or HF's NaN filter logging 0.0 for NaN losses.",
@@ -159,23 +170,25 @@ def loss_exactly_zero(run: Run) -> list[Finding] | Skip:
     if tail >= ZERO_LOSS_ONSET.t("min_tail"):
         i = len(s) - tail
         return [ZERO_LOSS_ONSET.finding(_where(run, s.steps[i]), tail=tail, step=float(s.steps[i]),
-                                        before=float(s.values[i - 1]))]
+                                        before=float(s.values[i - 1]),
+                                        hidden=_nan_filter_hint(run, float(s.steps[i])))]
     return []
 
 
 FLAT = rule(
     id="TP-FLAT", level=Level.FAIL, group=G,
     title="Loss does not change.",
-    evidence="loss range {range} over {n} points (median {median}) < {limit_rel_range} x max(1, |median|)",
+    evidence="loss range {range} over {n} points is {rel:.2g} of its median {median} (< {limit_rel_range})",
     summary="The loss stays within a negligible band for the whole run.",
     why="A loss that does not move means no parameter that matters is being updated: frozen "
     "weights, a detached graph, lr effectively zero, or a constant batch.",
     fix="Confirm requires_grad on the trained parameters, that optimizer.step() runs, and "
     "that the learning rate is non-zero.",
     thresholds={
-        "rel_range": Threshold(0.001, "x max(1, |median loss|)",
-                               "The old absolute band (0.001) scaled to the loss, so a loss "
-                               "near 1e-2 that moves 20 % is not called flat."),
+        "rel_range": Threshold(0.001, "of |median loss|",
+                               "The old absolute band (0.001 at a loss near 1) made relative, so a "
+                               "loss of 1e-4 that halves is not called flat and the verdict does "
+                               "not depend on the loss's units."),
         "min_points": Threshold(5, "points", "One point is not a flat run."),
     },
     fires=Example({"loss": [2.3026] * 8}),
@@ -192,8 +205,9 @@ def loss_flat(run: Run) -> list[Finding] | Skip:
         return Skip(SkipKind.DEGENERATE, "loss is all zero (judged by zero-loss)")
     span = float(s.values.max() - s.values.min())
     med = stats.robust_median(s.values)
-    if span < FLAT.t("rel_range") * max(1.0, abs(med)):
-        return [FLAT.finding(_where(run), range=span, n=len(s), median=med)]
+    rel = span / abs(med) if med else float("inf")
+    if rel < FLAT.t("rel_range"):
+        return [FLAT.finding(_where(run), range=span, n=len(s), median=med, rel=rel)]
     return []
 
 

@@ -1,0 +1,105 @@
+"""Benchmark: judging huge logs, whole process, against references run on the same
+machine in the same session (so the ratios hold even on a busy machine).
+
+    python bench/bench_logs.py                  # 1M-entry trainer_state.json, 5M-line JSONL
+    python bench/bench_logs.py --repeat 3 --small   # 100k / 500k, a quick look
+
+Inputs come from ../shared/bench (deterministic generators) and are written under
+/tmp/trainproof-bench, never into the repository. For each input it reports the
+median wall time and peak RSS of:
+  raw read   - reading the file's bytes once (the floor)
+  naive      - the obvious Python approach: json.load / json.loads per line, then
+               per-entry loops into lists (what a straightforward tool does)
+  trainproof - `trainproof epoch FILE --json`
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GEN = ROOT.parent / "shared" / "bench"
+OUT = Path("/tmp/trainproof-bench")
+
+RAW = "import sys; f=open(sys.argv[1],'rb'); [None for _ in iter(lambda: f.read(1<<24), b'')]"
+NAIVE_HF = """
+import json, sys
+doc = json.load(open(sys.argv[1]))
+cols = {}
+for e in doc["log_history"]:
+    for k, v in e.items():
+        if isinstance(v, (int, float)):
+            cols.setdefault(k, []).append((e.get("step"), v))
+print(len(cols.get("loss", [])))
+"""
+NAIVE_JSONL = """
+import json, sys
+cols = {}
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    for k, v in e.items():
+        if isinstance(v, (int, float)):
+            cols.setdefault(k, []).append((e.get("step"), v))
+print(len(cols.get("loss", [])))
+"""
+
+
+def measure(cmd: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of one child process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"failed: {' '.join(cmd)}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def generate(small: bool) -> dict[str, Path]:
+    OUT.mkdir(parents=True, exist_ok=True)
+    n_hf, n_jl = (100_000, 500_000) if small else (1_000_000, 5_000_000)
+    hf = OUT / f"hf_{n_hf}" / "trainer_state.json"
+    jl = OUT / f"log_{n_jl}.jsonl"
+    if not hf.exists():
+        subprocess.run([sys.executable, GEN / "gen_hf_state.py", "--entries", str(n_hf), "--out", hf], check=True)
+    if not jl.exists():
+        subprocess.run([sys.executable, GEN / "gen_jsonl_log.py", "--lines", str(n_jl), "--out", jl], check=True)
+    return {"hf": hf, "jsonl": jl}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--small", action="store_true")
+    args = ap.parse_args()
+    if not GEN.exists():
+        raise SystemExit(f"{GEN} is absent: the generators live in ../shared/bench")
+    inputs = generate(args.small)
+    tp = [sys.executable, "-m", "trainproof", "epoch"]
+    print(f"| input | size | tool | wall s (median of {args.repeat}) | peak RSS MB | x raw read | x naive |")
+    print("|---|---|---|---|---|---|---|")
+    for kind, path in inputs.items():
+        naive = NAIVE_HF if kind == "hf" else NAIVE_JSONL
+        tools = {"raw read": [sys.executable, "-c", RAW, path], "naive": [sys.executable, "-c", naive, path],
+                 "trainproof": [*tp, str(path), "--json"]}
+        results: dict[str, list[tuple[float, float]]] = {k: [] for k in tools}
+        for _ in range(args.repeat):  # interleaved, so load changes hit every tool alike
+            for name, cmd in tools.items():
+                results[name].append(measure([str(c) for c in cmd]))
+        med = {k: (statistics.median(w for w, _ in v), max(m for _, m in v)) for k, v in results.items()}
+        size = f"{path.stat().st_size / 1e6:.0f} MB"
+        for name, (wall, rss) in med.items():
+            print(f"| {kind} | {size} | {name} | {wall:.2f} | {rss:.0f} | {wall / med['raw read'][0]:.1f} "
+                  f"| {wall / med['naive'][0]:.2f} |")
+    print(f"\nmachine: {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the end")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""`trainproof data PATH`: is this speech dataset (a directory of audio, a JSONL manifest
+or an LJSpeech metadata.csv) safe to train on. Reads the listing, measures every audio
+file in parallel, judges with the `data` rules."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from trainproof.model import InputError, ReportSet
+from trainproof.rules import data as rules
+
+NAME = "data"
+HELP = "check a speech dataset: audio integrity, durations, clipping, silence, duplicates, transcripts"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", metavar="PATH",
+                   help="a directory of audio, a JSONL manifest, or an LJSpeech metadata.csv (or its directory)")
+    p.add_argument("--workers", type=int, default=0, metavar="N",
+                   help="files decoded in parallel (default: CPU count, at most 8)")
+
+
+def run(args: argparse.Namespace) -> ReportSet:
+    from trainproof.probes.audio import soundfile_module
+    from trainproof.probes.speech_dataset import measure_dataset
+    from trainproof.probes.speech_manifest import read_listing
+
+    if args.workers < 0:
+        raise InputError("--workers must be 0 (automatic) or more")
+    try:
+        soundfile_module()
+    except (ImportError, OSError) as exc:  # OSError: soundfile present, libsndfile not
+        raise InputError(str(exc)) from None
+    try:
+        listing = read_listing(Path(args.path), int(rules.MALFORMED.t("max_line_bytes")))
+    except InputError as exc:
+        return ReportSet(NAME, (rules.invalid_input(args.path, str(exc)),))
+    ds = measure_dataset(listing, rules.levels(), args.workers, _progress if sys.stderr.isatty() else None)
+    return ReportSet(NAME, (rules.judge_dataset(ds),))
+
+
+def _progress(done: int, total: int) -> None:
+    """A line on the terminal, rewritten in place about a hundred times a run."""
+    if done == total or done % max(1, total // 100) == 0:
+        end = "\r" if done < total else "\r" + " " * 60 + "\r"
+        sys.stderr.write(f"trainproof data: {done}/{total} files measured{end}")
+        sys.stderr.flush()
