@@ -16,6 +16,7 @@ GROUP_TITLES = {
     "tokenizer": "Tokenizer (tokenizer)",
     "data": "Speech data (data)",
     "env": "Environment and checkpoints (env)",
+    "live": "Live (watch, training callbacks)",
 }
 
 
