@@ -30,15 +30,8 @@ def writer(*args):
 
 
 def json_lines(text):
-    """The per-change lines, then the final document the CLI prints (may span lines)."""
-    dec, docs, i = json.JSONDecoder(), [], 0
-    while i < len(text):
-        if text[i].isspace():
-            i += 1
-            continue
-        doc, i = dec.raw_decode(text, i)
-        docs.append(doc)
-    return docs
+    """JSON Lines: one document per verdict change, then the final document, one per line."""
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def test_until_fail_exits_1_at_the_first_fail_of_a_growing_log(tmp_path, capsys):

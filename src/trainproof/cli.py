@@ -28,7 +28,8 @@ def _map_pair(text: str) -> tuple[str, str]:
 
 def _add_shared(p: argparse.ArgumentParser, cmd: Command) -> None:
     out = p.add_argument_group("output")
-    out.add_argument("--json", action="store_true", help="print one JSON document (schema_version 3)")
+    out.add_argument("--json", action="store_true",
+                     help="print JSON (schema_version 3); watch prints one line per verdict change")
     out.add_argument("--sarif", metavar="PATH", help="also write SARIF 2.1.0 for code scanning")
     out.add_argument("--html", metavar="PATH", nargs="?", const="trainproof-report.html",
                      help="also write a self-contained HTML report (default trainproof-report.html)")

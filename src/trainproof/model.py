@@ -163,6 +163,7 @@ class ReportSet:
     reports: tuple[Report, ...] = ()
     error: str | None = None
     tables: Mapping[str, object] = field(default_factory=dict)
+    streamed: bool = False  # progress already went out as JSON lines (watch): end with one more line
 
     @property
     def worst_verdict(self) -> Verdict | None:

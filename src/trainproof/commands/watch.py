@@ -85,8 +85,8 @@ class Watch:
         except KeyboardInterrupt:
             self._say("interrupted")
         if self.report is None:
-            return ReportSet(NAME, error=f"{self.args.log}: {self._ended}")
-        return ReportSet(NAME, (self.report,))
+            return ReportSet(NAME, error=f"{self.args.log}: {self._ended}", streamed=bool(self.args.json))
+        return ReportSet(NAME, (self.report,), streamed=bool(self.args.json))
 
     def _open(self) -> LineSource | RereadSource:
         """Wait (within the grace) until LOG exists and its format is recognised."""

@@ -56,4 +56,8 @@ def document(rs: ReportSet) -> dict[str, Any]:
 
 
 def render(rs: ReportSet) -> str:
+    """One indented document; one compact line when progress was streamed as JSON lines,
+    so a line-by-line consumer can read the final verdict like every other line."""
+    if rs.streamed:
+        return json.dumps(document(rs), ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
     return json.dumps(document(rs), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
