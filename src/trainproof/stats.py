@@ -51,3 +51,15 @@ def first_index(mask: np.ndarray) -> int:
 
 def share(mask: np.ndarray) -> float:
     return float(mask.mean()) if mask.size else 0.0
+
+
+MEDIAN_SE = 1.2533  # standard error of a median of n normal samples is 1.2533 * sigma / sqrt(n)
+
+
+def batch_noise(values: np.ndarray) -> float:
+    """Robust point-to-point noise of a series: 1.4826 * median |first difference| / sqrt 2.
+    Differences cancel the trend, the median ignores spikes, 1.4826 turns a MAD into a
+    normal sigma and sqrt 2 undoes the doubling of variance that differencing causes."""
+    if values.size < 3:
+        return 0.0
+    return float(1.4826 * np.median(np.abs(np.diff(values))) / np.sqrt(2.0))

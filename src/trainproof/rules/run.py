@@ -217,8 +217,8 @@ DIVERGE = rule(
     id="TP-DIVERGE", level=Level.FAIL, group=G,
     title="Loss curve is diverging.",
     evidence="end loss {end} vs floor {floor} around step {floor_step} ({through:.0%} through the "
-    "run); ratio {ratio:.2f} > {limit_ratio} (medians of {block}-point blocks; raw min {raw_min} at "
-    "step {raw_min_step}, raw end {raw_end})",
+    "run); ratio {ratio:.2f} > {limit_ratio}, {gap_se:.0f} standard errors above the batch noise "
+    "(medians of {block}-point blocks; raw min {raw_min} at step {raw_min_step}, raw end {raw_end})",
     summary="The run ended far above the best loss it had reached.",
     why="Hours of training after the best point made the model worse; the checkpoint worth "
     "keeping is behind you and every further step costs GPU time for nothing.",
@@ -230,6 +230,13 @@ DIVERGE = rule(
         "min_points": Threshold(5, "points", "Needs a start, a floor and an end."),
         "min_block": _BLOCK,
         "max_blocks": _BLOCKS,
+        "min_gap_se": Threshold(
+            4, "standard errors",
+            "The end must sit above the floor by more than 4 standard errors of the difference of "
+            "two block medians, with the batch noise measured from the log itself (1.4826 x median "
+            "|step-to-step change| / sqrt 2). Near a loss floor of ~0.03 healthy per-step logs "
+            "scatter by 50 %, so a ratio alone calls them diverged; the floor is also the lowest of "
+            "many blocks, which biases it low by up to ~2 standard errors."),
     },
     fires=Example({"loss": [1.4, 1.3, 1.2, 1.25, 2.5, 4.0, 6.0, 7.5, 7.4]}),
     passes=Example({"loss": [1.5, 1.3, 1.2, 1.1, 1.05, 1.0, 1.02, 1.01, 1.0]}),
@@ -239,10 +246,12 @@ DIVERGE = rule(
 
 DIVERGE_NOISE = rule(
     id="TP-DIVERGE-NOISE", level=Level.INFO, group=G,
-    title="Raw end/min ratio is high, but within batch-to-batch noise.",
-    evidence="raw end {raw_end} vs raw min {raw_min} at step {raw_min_step} is {raw_ratio:.2f}x, but "
-    "medians of {block}-point blocks give {ratio:.2f}x (floor {floor} around step {floor_step}, end {end})",
-    summary="A single-point minimum makes the run look diverged; the smoothed curve does not.",
+    title="End/min ratio is high, but within batch-to-batch noise.",
+    evidence="raw end {raw_end} vs raw min {raw_min} at step {raw_min_step} is {raw_ratio:.2f}x; "
+    "medians of {block}-point blocks give {ratio:.2f}x (floor {floor} around step {floor_step}, end {end}), "
+    "a gap of {gap_se:.1f} standard errors of the batch noise (sigma {sigma})",
+    summary="A minimum the noise explains makes the run look diverged; the smoothed curve, "
+    "measured against its own noise, does not.",
     why="Per-step losses of small batches scatter widely; the lowest single batch is not a "
     "floor the model reached. Saying so keeps a reader of the raw numbers from a false alarm.",
     fix="Nothing to fix; compare eval loss, or smooth the logged loss (larger logging_steps).",
@@ -272,12 +281,15 @@ def loss_diverging(run: Run) -> list[Finding] | Skip:
     through = (b.steps[i] - first) / (last - first) if last > first else 0.0
     j = int(np.argmin(s.values))
     raw_ratio = float(s.values[-1] / s.values[j])
+    sigma = stats.batch_noise(s.values)
+    gap_se = (end - floor) / (stats.MEDIAN_SE * sigma * np.sqrt(2.0 / b.size)) if sigma > 0 else np.inf
     common = dict(end=end, floor=floor, floor_step=float(b.steps[i]), ratio=ratio,
                   through=float(through), block=b.size, raw_end=float(s.values[-1]),
-                  raw_min=float(s.values[j]), raw_min_step=float(s.steps[j]))
-    if ratio > DIVERGE.t("ratio"):
+                  raw_min=float(s.values[j]), raw_min_step=float(s.steps[j]), sigma=sigma,
+                  gap_se=float(gap_se))
+    if ratio > DIVERGE.t("ratio") and gap_se > DIVERGE.t("min_gap_se"):
         return [DIVERGE.finding(_where(run, b.steps[i]), **common)]
-    if raw_ratio > DIVERGE_NOISE.t("ratio"):
+    if max(raw_ratio, ratio) > DIVERGE_NOISE.t("ratio"):
         return [DIVERGE_NOISE.finding(_where(run, s.steps[j]), raw_ratio=raw_ratio, **common)]
     return []
 
