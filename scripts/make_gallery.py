@@ -248,7 +248,7 @@ def write_meta(cfg: Config, seed: int, text: str, stats: dict, dest: Path) -> No
             "text": {"source": "docstrings of a fixed list of Python standard-library modules",
                      "characters": len(text),
                      "sha256": hashlib.sha256(text.encode()).hexdigest()},
-            "device": "cpu", "precision": "fp16 range emulated (see notes)"
+            "device": "cpu", "precision": "fp16 autocast, no GradScaler (see notes)"
             if cfg.fp16_no_scaler else "fp32",
             **stats, "versions": versions(),
             "command": "python scripts/make_gallery.py"}
