@@ -58,15 +58,30 @@ def test_an_unreadable_record_is_marked_not_crashed(tmp_path):
     assert em.UNREADABLE in judged.cell()
 
 
-def test_two_records_of_one_run_agree_when_both_are_readable():
-    checked = 0
-    for framework, run, records in em.evidence_runs():
-        if len(records) < 2 or any(j.run is None for _, _, j in records):
+# Runs whose two records are expected to disagree until a reported parser bug is fixed.
+_CSV_EMPTY_CELLS = ("the CSV reader turns Lightning's empty cells into NaN loss points at "
+                    "validation steps; the TensorBoard record has none")
+RECORD_DISAGREEMENTS = {("lightning", "healthy"): _CSV_EMPTY_CELLS,
+                        ("lightning", "diverging"): _CSV_EMPTY_CELLS}
+
+
+def _two_record_runs():
+    for framework, records in em.RECORDS.items():
+        if len(records) < 2:
             continue
-        checked += 1
-        assert em.agreement(records).startswith("agree"), (framework, run, em.agreement(records))
-    if checked == 0:
-        pytest.skip("no run has two records this build can read (TensorBoard reader not present)")
+        for run in sorted(em.EVIDENCE_EXPECTED):
+            reason = RECORD_DISAGREEMENTS.get((framework, run))
+            marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+            yield pytest.param(framework, run, marks=marks, id=f"{framework}-{run}")
+
+
+@pytest.mark.parametrize(("framework", "run"), list(_two_record_runs()))
+def test_two_records_of_one_run_agree(framework, run):
+    records = next(r for f, n, r in em.evidence_runs() if (f, n) == (framework, run))
+    unreadable = [name for name, _, j in records if j.run is None]
+    if unreadable:
+        pytest.skip(f"{', '.join(unreadable)}: {em.UNREADABLE} (its reader is not in this build)")
+    assert em.agreement(records).startswith("agree"), em.agreement(records)
 
 
 def test_disagreement_is_reported(tmp_path):
