@@ -213,7 +213,7 @@ def train_one(cfg: Config, seed: int, base: dict, blocks: list[list[int]], dest:
             dataloader_num_workers=0)
         trainer_class = fp16_trainer_class() if cfg.fp16_no_scaler else Trainer
         trainer = trainer_class(model=model, args=args, train_dataset=train,
-                          eval_dataset=Blocks(eval_blocks))
+                                eval_dataset=Blocks(eval_blocks))
         t0 = time.perf_counter()
         trainer.train()
         wall = time.perf_counter() - t0
