@@ -1,0 +1,291 @@
+"""Generate EVIDENCE_MATRIX.md from the committed logs by asking trainproof itself.
+
+    python scripts/evidence_matrix.py              # print the matrix
+    python scripts/evidence_matrix.py --write      # rewrite EVIDENCE_MATRIX.md
+    python scripts/evidence_matrix.py --update-golden   # rewrite tests/golden/gallery/
+
+Every log goes through the format registry (`read_run`, format auto), the single-run
+judge (`judge_run`) and the compare machinery (`compare_all`); a log this build cannot
+read is marked "not readable by this build", never a crash. `--update-golden` refuses
+unless the newest CHANGELOG.md section names every gallery configuration whose
+verdict or rule set changes: a verdict change is a release note."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from trainproof.commands.compare import compare_all  # noqa: E402
+from trainproof.engine import judge_run  # noqa: E402
+from trainproof.model import InputError, Report, Run  # noqa: E402
+from trainproof.parsers import read_run  # noqa: E402
+
+MATRIX = ROOT / "EVIDENCE_MATRIX.md"
+GOLDEN = ROOT / "tests" / "golden" / "gallery"
+GALLERY = ROOT / "examples" / "gallery"
+EVIDENCE = ROOT / "evidence"
+SEEDS = (42, 43, 44)
+UNREADABLE = "not readable by this build"
+
+# What each broken knob should look like, stated before judging (the corpus README's
+# table for the same six configurations): (single-run verdicts, compare verdicts).
+EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], str]] = {
+    "healthy": (frozenset({"PASS"}), frozenset({"PASS"}), "nothing broken"),
+    "lr_hot": (frozenset({"FAIL"}), frozenset({"FAIL"}), "diverges"),
+    "lr_zero": (frozenset({"FAIL"}), frozenset({"FAIL"}), "does not train"),
+    "nan": (frozenset({"FAIL"}), frozenset({"FAIL"}), "non-finite values"),
+    "bad_labels": (frozenset({"PASS", "WARN"}), frozenset({"FAIL"}),
+                   "looks like learning on its own; relative signature"),
+    "overfit": (frozenset({"WARN", "FAIL"}), frozenset({"PASS", "WARN"}),
+                "eval loss climbs; train loss is fine"),
+}
+CONFIGS = tuple(EXPECTED)
+
+# evidence/<framework>/<run>/<record>: the records of one run, in display order.
+RECORDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "lightning": (("CSVLogger", "csv/metrics.csv"), ("TensorBoardLogger", "tb")),
+    "keras": (("CSVLogger", "training.csv"), ("TensorBoard callback", "tb")),
+    "pytorch": (("JSON Lines", "metrics.jsonl"),),
+}
+EVIDENCE_EXPECTED = {"healthy": frozenset({"PASS"}), "diverging": frozenset({"FAIL"})}
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One trainproof answer, reduced to what the matrix and the goldens show."""
+
+    verdict: str
+    rules: tuple[tuple[str, str], ...] = ()  # (rule id, level), sorted
+    error: str | None = None
+    run: Run | None = None
+
+    @property
+    def ids(self) -> list[str]:
+        return sorted({r for r, _ in self.rules})
+
+    def cell(self) -> str:
+        if self.error is not None:
+            return f"{self.verdict} ({self.error})"
+        shown = [f"{r} {lv}" for r, lv in self.rules if lv != "PASS"]
+        return f"**{self.verdict}**" + (f": {', '.join(shown)}" if shown else "")
+
+
+def rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+
+
+def from_report(report: Report, run: Run | None = None) -> Judged:
+    rules = tuple(sorted({(f.rule_id, f.level.value) for f in report.findings}))
+    return Judged(report.verdict.value, rules, run=run)
+
+
+def load(path: Path) -> Run | Judged:
+    """The parsed run, or a Judged saying why this build cannot read it."""
+    try:
+        return read_run(path, "auto", display=rel(path))
+    except InputError as exc:
+        return Judged(UNREADABLE, error=str(exc).replace(str(ROOT) + "/", ""))
+
+
+def judge_single(path: Path) -> Judged:
+    run = load(path)
+    return run if isinstance(run, Judged) else from_report(judge_run(run), run)
+
+
+def judge_compare(baseline: Run | None, run: Run | None) -> Judged:
+    if baseline is None or run is None:
+        return Judged(UNREADABLE, error="a side of the pair could not be read")
+    reports, _ = compare_all(baseline, [(run.path, run)])
+    return from_report(reports[0], run)
+
+
+def gallery_log(config: str, seed: int) -> Path:
+    base = GALLERY / config
+    return (base if seed == SEEDS[0] else base / f"seed{seed}") / "trainer_state.json"
+
+
+def judge_gallery() -> dict[tuple[str, int], dict[str, Judged]]:
+    """(config, seed) -> {"epoch": single-run, "compare": against same-seed healthy}."""
+    out: dict[tuple[str, int], dict[str, Judged]] = {}
+    for seed in SEEDS:
+        healthy = judge_single(gallery_log("healthy", seed))
+        for config in CONFIGS:
+            single = healthy if config == "healthy" else judge_single(gallery_log(config, seed))
+            entry = {"epoch": single}
+            if config != "healthy":
+                entry["compare"] = judge_compare(healthy.run, single.run)
+            out[(config, seed)] = entry
+    return out
+
+
+def golden_record(entry: dict[str, Judged]) -> dict[str, dict[str, object]]:
+    return {k: {"verdict": j.verdict, "rules": j.ids} for k, j in sorted(entry.items())}
+
+
+def evidence_runs() -> list[tuple[str, str, list[tuple[str, Path, Judged]]]]:
+    """(framework, run, [(record name, path, judged)]) for every committed run dir."""
+    out = []
+    for framework, records in RECORDS.items():
+        for run_dir in sorted(p for p in (EVIDENCE / framework).glob("*") if p.is_dir()):
+            judged = [(name, run_dir / sub, judge_single(run_dir / sub)) for name, sub in records]
+            out.append((framework, run_dir.name, judged))
+    return out
+
+
+def loss_agreement(a: Run, b: Run) -> str | None:
+    """Why two records' loss series differ, or None when they hold the same numbers
+    (to float32 precision: TensorBoard stores float32, CSV the printed value)."""
+    la, lb = a.get("loss"), b.get("loss")
+    if la is None or lb is None:
+        return "a record has no loss series"
+    if len(la) != len(lb):
+        return f"{len(la)} vs {len(lb)} loss points"
+    for x, y in zip(la.values.tolist(), lb.values.tolist(), strict=True):
+        if math.isfinite(x) != math.isfinite(y) or (
+                math.isfinite(x) and not math.isclose(x, y, rel_tol=1e-6)):
+            return f"loss {x!r} vs {y!r}"
+    return None
+
+
+def agreement(records: list[tuple[str, Path, Judged]]) -> str:
+    if len(records) < 2:
+        return "one record"
+    if any(j.run is None for _, _, j in records):
+        return "cannot tell yet: a record is " + UNREADABLE
+    first = records[0][2]
+    for name, _, j in records[1:]:
+        if (j.verdict, j.ids) != (first.verdict, first.ids):
+            return f"DISAGREE: {records[0][0]} says {first.verdict} {first.ids}, {name} {j.verdict} {j.ids}"
+        why = loss_agreement(first.run, j.run)  # type: ignore[arg-type]
+        if why is not None:
+            return f"same verdict, different numbers: {why}"
+    n = len(first.run.get("loss") or ())  # type: ignore[union-attr]
+    return f"agree: same verdict and rule set, same {n} loss values"
+
+
+def mark(verdict: str, allowed: frozenset[str]) -> str:
+    if verdict == UNREADABLE:
+        return "-"
+    return "yes" if verdict in allowed else "**NO**"
+
+
+def gallery_tables(gallery: dict[tuple[str, int], dict[str, Judged]]) -> list[str]:
+    lines = ["## Gallery: one run on its own (`trainproof epoch`)", "",
+             "| run | seed | verdict and rules | expected | as expected |", "|---|---|---|---|---|"]
+    for (config, seed), entry in gallery.items():
+        single, _, why = EXPECTED[config]
+        lines.append(f"| {config} | {seed} | {entry['epoch'].cell()} | "
+                     f"{'/'.join(sorted(single))} ({why}) | {mark(entry['epoch'].verdict, single)} |")
+    lines += ["", "## Gallery: against the same-seed healthy run (`trainproof compare`)", "",
+              "| run | seed | verdict and rules | expected | as expected |", "|---|---|---|---|---|"]
+    for (config, seed), entry in gallery.items():
+        if "compare" in entry:
+            allowed = EXPECTED[config][1]
+            lines.append(f"| {config} | {seed} | {entry['compare'].cell()} | "
+                         f"{'/'.join(sorted(allowed))} | {mark(entry['compare'].verdict, allowed)} |")
+    lines += ["", "## Healthy against healthy, across seeds (the compare rules' noise floor)", "",
+              "| baseline | run | verdict and rules | as expected |", "|---|---|---|---|"]
+    for a, b in ((42, 43), (42, 44), (43, 44)):
+        j = judge_compare(gallery[("healthy", a)]["epoch"].run, gallery[("healthy", b)]["epoch"].run)
+        lines.append(f"| healthy seed {a} | healthy seed {b} | {j.cell()} | "
+                     f"{mark(j.verdict, frozenset({'PASS'}))} |")
+    return lines
+
+
+def evidence_tables() -> list[str]:
+    lines = ["## Other frameworks (`evidence/`)", "",
+             "| framework | run | record | log | verdict and rules | expected | as expected |",
+             "|---|---|---|---|---|---|---|"]
+    agree = ["", "### Two records of one run", "", "| framework | run | records | agreement |",
+             "|---|---|---|---|"]
+    for framework, run, records in evidence_runs():
+        allowed = EVIDENCE_EXPECTED.get(run, frozenset())
+        for name, path, j in records:
+            lines.append(f"| {framework} | {run} | {name} | `{rel(path)}` | {j.cell()} | "
+                         f"{'/'.join(sorted(allowed))} | {mark(j.verdict, allowed)} |")
+        if len(records) > 1:
+            names = " + ".join(n for n, _, _ in records)
+            agree.append(f"| {framework} | {run} | {names} | {agreement(records)} |")
+    return lines + agree
+
+
+HEADER = """# Evidence matrix
+
+Generated by `python scripts/evidence_matrix.py --write` from the committed logs in
+`examples/gallery/` and `evidence/`; do not edit by hand (a test fails when it is stale).
+Each log goes through trainproof's format registry, single-run judge and compare rules.
+"Expected" is what the broken knob should look like, written down before judging;
+**NO** marks a verdict that contradicts what was broken. Rules listed are every
+finding except the PASS statements.
+"""
+
+
+def render() -> str:
+    gallery = judge_gallery()
+    lines = [HEADER, *gallery_tables(gallery), "", *evidence_tables()]
+    return "\n".join(lines) + "\n"
+
+
+def golden_changes() -> dict[str, dict[str, object]]:
+    """file name -> new golden record, for every gallery run whose record differs."""
+    changed = {}
+    for (config, seed), entry in judge_gallery().items():
+        name = f"{config}_seed{seed}.json"
+        record = golden_record(entry)
+        path = GOLDEN / name
+        if not path.exists() or json.loads(path.read_text()) != record:
+            changed[name] = record
+    return changed
+
+
+def newest_changelog_section(text: str) -> str:
+    heads = [m.start() for m in re.finditer(r"^## ", text, flags=re.M)]
+    if not heads:
+        return text
+    return text[heads[0]:heads[1]] if len(heads) > 1 else text[heads[0]:]
+
+
+def update_golden(changelog: Path = ROOT / "CHANGELOG.md") -> str:
+    changed = golden_changes()
+    if not changed:
+        return "golden snapshots already match"
+    # a snapshot that did not exist yet is new evidence, not a changed verdict
+    configs = sorted({n.rsplit("_seed", 1)[0] for n in changed if (GOLDEN / n).exists()})
+    section = newest_changelog_section(changelog.read_text()) if changelog.exists() else ""
+    missing = [c for c in configs if c not in section]
+    if missing:
+        raise SystemExit(f"refusing: the newest CHANGELOG.md section does not mention the "
+                         f"changed gallery configuration(s) {', '.join(missing)}")
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    for name, record in changed.items():
+        (GOLDEN / name).write_text(json.dumps(record, indent=2) + "\n")
+    return f"updated {len(changed)} golden snapshot(s): {', '.join(sorted(changed))}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help=f"rewrite {MATRIX.name}")
+    ap.add_argument("--update-golden", action="store_true", help="rewrite the gallery goldens")
+    opts = ap.parse_args(argv)
+    if opts.update_golden:
+        print(update_golden())
+        return 0
+    text = render()
+    if opts.write:
+        MATRIX.write_text(text)
+        print(f"wrote {rel(MATRIX)}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
