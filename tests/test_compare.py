@@ -24,8 +24,17 @@ def test_fail_stands_beside_an_unreadable_run(run_cli, tmp_path):
     assert code == 1 and verdicts == {"FAIL", "NOT-CHECKED"}
 
 
-def test_zero_loss_run_is_uncomparable(run_cli):
+def test_run_ending_in_the_nan_filters_zeros_fails(run_cli):
     code, out, _ = run_cli("compare", BASE, FIXTURES / "hf_nonfinite/trainer_state.json", "--json")
+    rep = json.loads(out)["reports"][0]
+    f = next(f for f in rep["findings"] if f["id"] == "TP-END-NONFINITE")
+    assert code == 1 and "NaN filter" in f["evidence"]
+
+
+def test_negative_losses_are_uncomparable(run_cli, tmp_path):
+    elbo = tmp_path / "elbo.jsonl"
+    elbo.write_text("\n".join(json.dumps({"step": i, "loss": -100.0 - i}) for i in range(30)))
+    code, out, _ = run_cli("compare", BASE, elbo, "--json")
     rep = json.loads(out)["reports"][0]
     assert code == 2 and rep["findings"][0]["id"] == "TP-CMP-UNCOMPARABLE"
 

@@ -61,8 +61,7 @@ def test_an_unreadable_record_is_marked_not_crashed(tmp_path):
 # Runs whose two records are expected to disagree until a reported parser bug is fixed.
 _CSV_EMPTY_CELLS = ("the CSV reader turns Lightning's empty cells into NaN loss points at "
                     "validation steps; the TensorBoard record has none")
-RECORD_DISAGREEMENTS = {("lightning", "healthy"): _CSV_EMPTY_CELLS,
-                        ("lightning", "diverging"): _CSV_EMPTY_CELLS}
+RECORD_DISAGREEMENTS: dict[tuple[str, str], str] = {}
 
 
 def _two_record_runs():
@@ -94,10 +93,7 @@ def test_disagreement_is_reported(tmp_path):
 
 
 # Verdicts that contradict the run, reported to the lead (a parser finding, not a rule one).
-EVIDENCE_CONTRADICTIONS = {
-    ("lightning", "healthy", "CSVLogger"): "the CSV reader turns Lightning's empty cells into "
-    "NaN points, and at validation steps the later, empty row replaces the real train_loss",
-}
+EVIDENCE_CONTRADICTIONS: dict[tuple[str, str, str], str] = {}
 
 
 def _evidence_cases():

@@ -65,12 +65,7 @@ def test_gallery_logs_enough_points_to_judge():
 # Verdicts that contradict what was broken, reported to the lead as findings about the
 # rules (the runs are not tuned to make them pass). Strict: when a rule fix makes one
 # of these right, this list must shrink.
-CONTRADICTIONS = {
-    ("lr_hot", "epoch"): "ends 1.07x its floor: the damage is done in the first 3 points",
-    ("lr_hot", "compare"): "end 1.21-1.25x the baseline's, under the 2x ratio thresholds",
-    ("nan", "compare"): "the Trainer logs loss 0.0 after NaN; compare calls it uncomparable",
-    ("bad_labels", "compare"): "floor 1.24-1.25x the baseline's, under the 2x threshold",
-}
+CONTRADICTIONS: dict[tuple[str, str], str] = {}
 CASES = [(c, s, kind) for c, s in RUNS for kind in ("epoch", "compare")
          if not (c == "healthy" and kind == "compare")]
 

@@ -99,11 +99,11 @@ def judge_pair(pair: Pair, baseline_report: Report | None = None) -> Report:
     loc = Location(pair.run.path)
     base = dict(subject=pair.run.path, format=pair.run.format, records=pair.run.records,
                 span=pair.run.step_span, kind="compare")
-    why = comparable(pair)
-    if why is not None:
-        return Report(findings=(S.CMP_UNCOMPARABLE.finding(loc, detail=why),), **base)
     out = apply("compare", pair)
     findings = list(out.findings)
+    why = comparable(pair)
+    if why is not None and not any(f.level is Level.FAIL for f in findings):
+        return Report(findings=(S.CMP_UNCOMPARABLE.finding(loc, detail=why),), **base)
     if baseline_report is not None and baseline_report.verdict.value in ("FAIL", "WARN"):
         ids = sorted({f.rule_id for f in baseline_report.findings
                       if f.level in (Level.FAIL, Level.WARN)})

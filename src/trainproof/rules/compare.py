@@ -11,7 +11,7 @@ import numpy as np
 from trainproof import stats
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.run import edge_medians, loss_blocks
+from trainproof.rules.run import loss_blocks
 
 G = "compare"
 
@@ -38,16 +38,57 @@ def comparable(pair: Pair) -> str | None:
     return None
 
 
+def _sides(pair: Pair) -> tuple[Series, Series] | Skip:
+    """Both positive loss series, or why the ratio checks cannot run."""
+    why = comparable(pair)
+    if why is not None:
+        return Skip(SkipKind.DEGENERATE, why)
+    b, r = _positive_loss(pair.baseline), _positive_loss(pair.run)
+    assert b is not None and r is not None  # what comparable() checked
+    return b, r
+
+
+def _collapse_step(s: Series, min_tail: int) -> float | None:
+    """Step from which the loss is non-finite, or exactly 0 after positive values (the
+    zeros HF's logging_nan_inf_filter writes for NaN losses), through to the end."""
+    v = s.values
+    bad = ~np.isfinite(v) | (v == 0.0)
+    if not bad[-1] or bad.all():
+        return None
+    start = len(v) - int(np.argmin(bad[::-1]))  # first index of the trailing bad run
+    tail = v[start:]
+    if np.isfinite(tail).all() and tail.size < min_tail:
+        return None  # a few zero batches are not a collapse
+    return float(s.steps[start])
+
+
 def _floor(s: Series) -> tuple[float, float]:
     b = loss_blocks(s)
     i = int(b.medians.argmin())
     return float(b.medians[i]), float(b.steps[i])
 
 
+_EDGE = {
+    "edge_points": Threshold(5, "points", "Start and end are medians of 5 points, as in 0.17.0: "
+                             "one batch cannot decide."),
+    "edge_fraction": Threshold(0.02, "of points", "On long logs the windows grow with the log "
+                               "so noise cannot decide."),
+}
+
+
+def edge_medians(s: Series) -> tuple[float, float, int]:
+    """Start and end medians as the compare rules take them."""
+    k = stats.edge_window(len(s), int(_EDGE["edge_points"].value), _EDGE["edge_fraction"].value)
+    k = min(k, len(s) // 2) or 1
+    return stats.robust_median(s.values[:k]), stats.robust_median(s.values[-k:]), k
+
+
 def ranking_row(pair: Pair) -> dict[str, object]:
     """The numbers of the N-way table for one comparable pair."""
-    b, r = _positive_loss(pair.baseline), _positive_loss(pair.run)
-    assert b is not None and r is not None
+    sides = _sides(pair)
+    if isinstance(sides, Skip):
+        return {"run": pair.run.path}
+    b, r = sides
     (bf, _), (rf, _) = _floor(b), _floor(r)
     _, be, _ = edge_medians(b)
     rs, re_, _ = edge_medians(r)
@@ -57,6 +98,40 @@ def ranking_row(pair: Pair) -> dict[str, object]:
 
 def _loc(pair: Pair, step: float | None = None) -> Location:
     return Location(pair.run.path, step)
+
+
+END_NONFINITE = rule(
+    id="TP-END-NONFINITE", level=Level.FAIL, group=G,
+    title="The run's loss ends in NaN/Inf (or the NaN filter's zeros); the baseline's does not.",
+    evidence="run loss is {what} from step {step} to the end ({n} points); baseline ends at {base_end}",
+    summary="The run's loss collapsed to non-finite values, or to the exact zeros HF logs for them, "
+    "while the baseline finished with a finite loss.",
+    why="No ratio can be taken against NaN, yet a run that ends in NaN is as far from its "
+    "baseline as a run can be; calling the pair uncomparable would hide the worst case.",
+    fix="Run `trainproof epoch` on the run: TP-NAN, TP-NAN-GRAD or TP-ZERO-LOSS-ONSET say where it broke.",
+    thresholds={"min_tail": Threshold(5, "points", "As TP-ZERO-LOSS-ONSET: a few zero batches are "
+                                      "not a collapse; any non-finite end is.")},
+    fires=Example({"baseline": {"loss": [2.0, 1.8, 1.6, 1.5, 1.4]},
+                   "run": {"loss": [2.0, 1.9, 5.0, 0.0, 0.0, 0.0, 0.0, 0.0]}}),
+    passes=Example({"baseline": {"loss": [2.0, 1.8, 1.6, 1.5, 1.4]},
+                    "run": {"loss": [2.0, 1.8, 1.65, 1.5, 1.45]}}),
+)
+
+
+@check("nonfinite-end", END_NONFINITE)
+def nonfinite_end(pair: Pair) -> list[Finding] | Skip:
+    r, b = pair.run.get("loss"), pair.baseline.get("loss")
+    if r is None or b is None:
+        return Skip(SkipKind.NO_DATA, "loss missing on one side")
+    if _collapse_step(b, int(END_NONFINITE.t("min_tail"))) is not None:
+        return Skip(SkipKind.DEGENERATE, "the baseline's own loss ends non-finite")
+    step = _collapse_step(r, int(END_NONFINITE.t("min_tail")))
+    if step is None:
+        return []
+    tail = r.values[r.steps >= step]
+    what = "exactly 0 (HF's NaN filter)" if np.isfinite(tail).all() else "NaN/Inf"
+    base_end = float(b.finite_only().values[-1])
+    return [END_NONFINITE.finding(_loc(pair, step), what=what, step=step, n=int(tail.size), base_end=base_end)]
 
 
 FLOOR_RATIO = rule(
@@ -78,8 +153,10 @@ FLOOR_RATIO = rule(
 
 @check("floor-ratio", FLOOR_RATIO)
 def floor_ratio(pair: Pair) -> list[Finding] | Skip:
-    b, r = _positive_loss(pair.baseline), _positive_loss(pair.run)
-    assert b is not None and r is not None  # guaranteed by comparable()
+    sides = _sides(pair)
+    if isinstance(sides, Skip):
+        return sides
+    b, r = sides
     (bf, _), (rf, rstep) = _floor(b), _floor(r)
     ratio = rf / bf
     if ratio > FLOOR_RATIO.t("ratio"):
@@ -97,7 +174,7 @@ END_RATIO = rule(
     fix="Look for what differs from the baseline: learning rate, data, precision, seed-only "
     "changes should not do this.",
     thresholds={"ratio": Threshold(2.0, "x baseline end", "As for the floor: 2x is outside "
-                                   "seed-to-seed variation.")},
+                                   "seed-to-seed variation."), **_EDGE},
     fires=Example({"baseline": {"loss": [1.5, 1.2, 1.1, 1.08, 1.06]},
                    "run": {"loss": [1.4, 3.0, 6.0, 7.4, 7.5]}}),
     passes=Example({"baseline": {"loss": [1.5, 1.2, 1.1, 1.08, 1.06]},
@@ -107,14 +184,59 @@ END_RATIO = rule(
 
 @check("end-ratio", END_RATIO)
 def end_ratio(pair: Pair) -> list[Finding] | Skip:
-    b, r = _positive_loss(pair.baseline), _positive_loss(pair.run)
-    assert b is not None and r is not None
+    sides = _sides(pair)
+    if isinstance(sides, Skip):
+        return sides
+    b, r = sides
     _, b_end, kb = edge_medians(b)
     _, r_end, kr = edge_medians(r)
     ratio = r_end / b_end
     if ratio > END_RATIO.t("ratio"):
         return [END_RATIO.finding(_loc(pair), run_end=r_end, base_end=b_end, ratio=ratio,
                                   k=kr if kr == kb else f"{kr}/{kb}")]
+    return []
+
+
+END_EXCESS = rule(
+    id="TP-END-EXCESS", level=Level.FAIL, group=G,
+    title="The run ended far above the baseline, measured in the baseline's own progress.",
+    evidence="run end {run_end} vs baseline end {base_end}: {excess} higher, {share:.2f} of everything "
+    "the baseline gained ({base_start} -> {base_end}; > {limit_share}) and {ratio:.2f}x its end (> {limit_min_ratio})",
+    summary="The run finished more than half of the baseline's whole improvement above the baseline's end.",
+    why="A ratio of 2 only suits losses that can fall several-fold. When a recipe moves the loss "
+    "from 5.45 to 4.87, a run that ends at 5.9 has lost more than all of it, yet sits at 1.2x. "
+    "The baseline's own start-to-end gain is the scale the task itself sets.",
+    fix="Diff the run's data, labels and learning rate against the baseline's.",
+    thresholds={
+        "share": Threshold(0.5, "of the baseline's improvement",
+                           "Healthy seeds in our gallery end within 0.15 of the improvement of each "
+                           "other; every broken run there ends >= 0.9 above it (corpus: >= 6)."),
+        "min_ratio": Threshold(1.1, "x baseline end",
+                               "Keeps a baseline that barely improved from making small differences "
+                               "look large; healthy seeds end within 1.02x of each other."),
+    },
+    fires=Example({"baseline": {"loss": [5.45, 5.4, 5.3, 5.2, 5.1, 5.0, 4.95, 4.9, 4.88, 4.87]},
+                   "run": {"loss": [5.55, 6.9, 6.6, 6.4, 6.2, 6.1, 6.0, 5.95, 5.9, 5.9]}}),
+    passes=Example({"baseline": {"loss": [5.45, 5.4, 5.3, 5.2, 5.1, 5.0, 4.95, 4.9, 4.88, 4.87]},
+                    "run": {"loss": [5.5, 5.42, 5.3, 5.22, 5.1, 5.0, 4.97, 4.92, 4.9, 4.89]}}),
+)
+
+
+@check("end-excess", END_EXCESS)
+def end_excess(pair: Pair) -> list[Finding] | Skip:
+    sides = _sides(pair)
+    if isinstance(sides, Skip):
+        return sides
+    b, r = sides
+    bs, be, _ = edge_medians(b)
+    _, re_, _ = edge_medians(r)
+    gain = bs - be
+    if gain <= 0:
+        return Skip(SkipKind.DEGENERATE, "the baseline did not improve; its progress sets no scale")
+    share, ratio = (re_ - be) / gain, re_ / be
+    if share > END_EXCESS.t("share") and ratio > END_EXCESS.t("min_ratio"):
+        return [END_EXCESS.finding(_loc(pair), run_end=re_, base_end=be, base_start=bs, excess=re_ - be,
+                                   share=share, ratio=ratio)]
     return []
 
 
@@ -127,6 +249,10 @@ NEG_IMPROVE = rule(
     why="Training made the model worse than its initialisation; whatever it is doing is not "
     "the task.",
     fix="Lower the learning rate; check precision (fp16 overflow) and data.",
+    thresholds={"min_worsening": Threshold(0.05, "of the run's start",
+                                           "Within 5 % a run has not moved either way (TP-IMPROVE-"
+                                           "DEFICIT's ground): an lr=0 run ends 0.4 % above its start "
+                                           "on batch noise alone.")},
     fires=Example({"baseline": {"loss": [1.5, 1.3, 1.2, 1.1, 1.0]},
                    "run": {"loss": [1.4, 2.0, 4.0, 6.0, 7.0]}}),
     passes=Example({"baseline": {"loss": [1.5, 1.3, 1.2, 1.1, 1.0]},
@@ -153,12 +279,14 @@ IMPROVE_DEFICIT = rule(
 
 @check("improvement", NEG_IMPROVE, IMPROVE_DEFICIT)
 def improvement(pair: Pair) -> list[Finding] | Skip:
-    b, r = _positive_loss(pair.baseline), _positive_loss(pair.run)
-    assert b is not None and r is not None
+    sides = _sides(pair)
+    if isinstance(sides, Skip):
+        return sides
+    b, r = sides
     bs, be, _ = edge_medians(b)
     rs, re_, k = edge_medians(r)
     base_imp, run_imp = (bs - be) / bs, (rs - re_) / rs
-    if re_ > rs and base_imp > 0:
+    if re_ > rs * (1 + NEG_IMPROVE.t("min_worsening")) and base_imp > 0:
         return [NEG_IMPROVE.finding(_loc(pair), start=rs, end=re_, k=k, base_start=bs, base_end=be)]
     if base_imp <= 0:
         return Skip(SkipKind.DEGENERATE, "the baseline did not improve; relative improvement is meaningless")
