@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 ALIASES: Mapping[str, tuple[str, ...]] = {
     "loss": (
         "loss", "train_loss", "training_loss", "loss_train", "train_loss_step", "train_loss_iter",
-        "trainer_loss", "lm_loss", "train_lm_loss", "loss_step", "train_iterstats_loss",
-        "trainiterstats_loss", "train_loss_epoch", "epoch_loss_train", "train_epoch_loss",
+        "batch_loss", "trainer_loss", "lm_loss", "train_lm_loss", "loss_step", "train_iterstats_loss",
+        "trainiterstats_loss", "train_loss_epoch", "epoch_loss_train", "train_epoch_loss", "epoch_loss",
         "metrics_loss", "metrics_train_loss", "total_loss", "train_total_loss",
     ),
     "eval_loss": (
