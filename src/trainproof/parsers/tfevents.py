@@ -81,9 +81,9 @@ def run_parts(d: Path) -> list[tuple[Path, str]]:
     return []
 
 
-def _collect(points: Points, out: dict[int, list[tuple[np.ndarray, np.ndarray]]]) -> int:
+def _collect(points: Points, first: int, size: int, out: dict[int, list[tuple[np.ndarray, np.ndarray]]]) -> int:
     """Append a chunk's points to the per-tag lists, in record order; count the
-    records that carried a scalar."""
+    records (numbered first .. first+size-1) that carried a scalar."""
     if not points.record:
         return 0
     rec, tag = np.concatenate(points.record), np.concatenate(points.tag)
@@ -93,7 +93,9 @@ def _collect(points: Points, out: dict[int, list[tuple[np.ndarray, np.ndarray]]]
     cuts = np.flatnonzero(tag[1:] != tag[:-1]) + 1
     for a, b in zip(np.r_[0, cuts], np.r_[cuts, tag.size], strict=True):
         out.setdefault(int(tag[a]), []).append((step[a:b], value[a:b]))
-    return int(np.unique(rec).size)
+    carried = np.zeros(size, dtype=bool)
+    carried[rec - first] = True
+    return int(carried.sum())
 
 
 def read_file(path: Path, tags: Tags, damage: Damage) -> tuple[dict[int, list], int]:
@@ -101,7 +103,7 @@ def read_file(path: Path, tags: Tags, damage: Damage) -> tuple[dict[int, list], 
     out: dict[int, list] = {}
     records = first = 0
     for chunk in read_chunks(path, damage):
-        records += _collect(decode_chunk(chunk, first, tags, damage), out)
+        records += _collect(decode_chunk(chunk, first, tags, damage), first, chunk.starts.size, out)
         first += chunk.starts.size
     return out, records
 

@@ -106,6 +106,19 @@ def crc32c_rows(rows: np.ndarray) -> np.ndarray:
     return out
 
 
+def crc32c_varying(rows: np.ndarray, columns: list[int]) -> np.ndarray:
+    """The part of each row's CRC register that comes from the given columns.
+
+    For rows known to agree on every other column with some representative row r,
+    crc(row) = crc(r) ^ part(r) ^ part(row): the callers check that agreement."""
+    n, length = rows.shape
+    _SHIFTED.ensure(length)
+    out = np.zeros(n, dtype=np.uint32)
+    for i in columns:
+        out ^= _SHIFTED.rows[length - 1 - i][rows[:, i]]
+    return out
+
+
 def byte_rows(buf: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
     """buf[s:s+length] for every s in starts as one (n, length) uint8 array: a
     gather of fixed-size void items, which numpy copies row by row."""

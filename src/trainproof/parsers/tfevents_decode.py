@@ -19,7 +19,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from trainproof.parsers.tfevents_crc import ROW_LIMIT, byte_rows, crc32c, crc32c_rows, mask, mask_rows
+from trainproof.parsers.tfevents_crc import (
+    ROW_LIMIT,
+    byte_rows,
+    crc32c,
+    crc32c_rows,
+    crc32c_varying,
+    mask,
+    mask_rows,
+)
 from trainproof.parsers.tfevents_frame import HEADER, Chunk, Damage
 from trainproof.parsers.tfevents_proto import Undecodable, decode_event
 
@@ -58,11 +66,6 @@ class Tags:
         return got
 
 
-def _crc_ok(rows: np.ndarray, length: int) -> np.ndarray:
-    stored = np.ascontiguousarray(rows[:, length:length + 4]).view("<u4").ravel()
-    return mask_rows(crc32c_rows(rows[:, :length])) == stored
-
-
 def _step_width(rows: np.ndarray) -> np.ndarray:
     """Bytes in each record's step varint (0 when the shape is already wrong)."""
     n, length = rows.shape
@@ -79,48 +82,79 @@ def _step_width(rows: np.ndarray) -> np.ndarray:
     return width
 
 
-def _simple_shape(rows: np.ndarray, width: int, tags: Tags, idx: np.ndarray, points: Points) -> np.ndarray:
-    """Decode the rows that have the add_scalar shape; return a mask of those that did."""
+def _tag_ids(names: np.ndarray, tags: Tags) -> tuple[np.ndarray, np.ndarray]:
+    """Tag id per row of an (n, taglen) byte array, and for each row the first row
+    with the same tag. A group holds a few tags: match them one at a time."""
+    n, taglen = names.shape
+    flat = np.ascontiguousarray(names).view(f"S{taglen}").ravel() if taglen else np.zeros(n, dtype="S1")
+    ids = np.empty(n, dtype=np.int64)
+    reps = np.empty(n, dtype=np.int64)
+    todo = np.arange(n)
+    while todo.size:
+        rep = int(todo[0])
+        same = flat[todo] == flat[rep] if todo.size < n else flat == flat[rep]
+        ids[todo[same]] = tags.id(names[rep].tobytes().decode("utf-8", "replace"))
+        reps[todo[same]] = rep
+        todo = todo[~same]
+    return ids, reps
+
+
+def _simple_shape(rows: np.ndarray, width: int) -> np.ndarray:
+    """Mask of the rows that are exactly the add_scalar Event shape for this width."""
     n, length = rows.shape
     base = 10 + width
     taglen = length - base - 11
     if taglen < 0 or length - base - 2 >= 0x80:
         return np.zeros(n, dtype=bool)
-    ok = ((rows[:, base] == _SUMMARY) & (rows[:, base + 1] == length - base - 2)
-          & (rows[:, base + 2] == _VALUE) & (rows[:, base + 3] == length - base - 4)
-          & (rows[:, base + 4] == _TAG) & (rows[:, base + 5] == taglen)
-          & (rows[:, length - 5] == _SIMPLE))
-    if not ok.any():
-        return ok
-    good = rows[ok]
+    expect = np.array([_SUMMARY, length - base - 2, _VALUE, length - base - 4, _TAG, taglen], dtype=np.uint8)
+    return (rows[:, base:base + 6] == expect).all(axis=1) & (rows[:, length - 5] == _SIMPLE)
+
+
+def _decode_simple(body: np.ndarray, stored: np.ndarray, width: int, tags: Tags, idx: np.ndarray,
+                   points: Points) -> int:
+    """Verify and decode rows of the add_scalar shape; return how many failed their CRC.
+
+    Every byte but wall time, step and value is fixed by the shape and the tag, so
+    a row's CRC is its tag's first row's CRC corrected by the varying bytes."""
+    length = body.shape[1]
+    base = 10 + width
+    tag_ids, reps = _tag_ids(body[:, base + 6:length - 5], tags)
+    varying = [*range(1, 9), *range(10, base), *range(length - 4, length)]
+    part = crc32c_varying(body, varying)
+    rep_crc = np.zeros(body.shape[0], dtype=np.uint32)
+    for r in np.unique(reps).tolist():
+        rep_crc[r] = crc32c(body[r].tobytes()) ^ int(part[r])
+    ok = mask_rows(rep_crc[reps] ^ part) == stored
+    good = body[ok] if not ok.all() else body
     step = np.zeros(good.shape[0], dtype=np.uint64)
     for j in range(width):
         step |= (good[:, 10 + j] & 0x7F).astype(np.uint64) << np.uint64(7 * j)
     value = np.ascontiguousarray(good[:, length - 4:]).view("<f4").ravel()
-    if taglen:
-        raw_tags = np.ascontiguousarray(good[:, base + 6:base + 6 + taglen]).view(f"V{taglen}").ravel()
-        uniq, inverse = np.unique(raw_tags, return_inverse=True)
-        ids = np.array([tags.id(bytes(u).decode("utf-8", "replace")) for u in uniq], dtype=np.int64)
-        tag_ids = ids[inverse.ravel()]
-    else:
-        tag_ids = np.full(good.shape[0], tags.id(""), dtype=np.int64)
-    points.add(idx[ok], tag_ids, step.view(np.int64), value)
-    return ok
+    points.add(idx[ok], tag_ids[ok], step.view(np.int64), value)
+    return int(ok.size - ok.sum())
 
 
 def _group(chunk: Chunk, members: np.ndarray, length: int, first: int, tags: Tags,
            damage: Damage, points: Points) -> np.ndarray:
     """Check and decode one length group; return the record indices left for the general path."""
     rows = byte_rows(chunk.buf, chunk.starts[members] + HEADER, length + 4)
-    crc_ok = _crc_ok(rows, length)
-    damage.bad_data += int(members.size - crc_ok.sum())
-    rows, members = rows[crc_ok], members[crc_ok]
-    width = _step_width(rows)
-    done = np.zeros(members.size, dtype=bool)
+    body = rows[:, :length]
+    stored = np.ascontiguousarray(rows[:, length:]).view("<u4").ravel()
+    width = _step_width(body)
+    simple = np.zeros(members.size, dtype=bool)
     for w in np.unique(width[width > 0]).tolist():
         sel = np.flatnonzero(width == w)
-        done[sel] = _simple_shape(rows[sel], w, tags, members[sel] + first, points)
-    return members[~done]
+        shaped = _simple_shape(body[sel], w)
+        sel = sel[shaped]
+        if sel.size:
+            simple[sel] = True
+            damage.bad_data += _decode_simple(body[sel], stored[sel], w, tags, members[sel] + first, points)
+    rest = np.flatnonzero(~simple)
+    if rest.size == 0:
+        return rest
+    crc_ok = mask_rows(crc32c_rows(body[rest])) == stored[rest]
+    damage.bad_data += int(rest.size - crc_ok.sum())
+    return members[rest[crc_ok]]
 
 
 def _general(chunk: Chunk, indices: np.ndarray, checked: np.ndarray, first: int, tags: Tags,

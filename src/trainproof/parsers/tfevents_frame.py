@@ -77,10 +77,12 @@ def _header_ok(raw: bytes, pos: int) -> bool:
 
 
 def _period(lengths: list[int]) -> list[int] | None:
-    n = len(lengths)
-    for p in range(1, _MAX_PERIOD + 1):
-        if n >= 2 * p and lengths[n - p:] == lengths[n - 2 * p:n - p]:
-            return lengths[n - p:]
+    """The shortest pattern the recent lengths repeat (two equal neighbours are
+    not a period of 1 when the records around them say otherwise)."""
+    tail = lengths[-2 * _MAX_PERIOD:]
+    for p in range(1, min(_MAX_PERIOD, len(tail) // 2) + 1):
+        if tail[p:] == tail[:-p]:
+            return tail[-p:]
     return None
 
 
