@@ -22,7 +22,7 @@ import numpy as np
 from trainproof.model import InputError
 from trainproof.parsers.base import Format, RawLog, require_file
 from trainproof.parsers.tfevents_crc import crc32c, mask
-from trainproof.parsers.tfevents_decode import Points, Tags, decode_chunk
+from trainproof.parsers.tfevents_decode import Points, Tags, decode_chunk, group_by
 from trainproof.parsers.tfevents_frame import Damage, read_chunks
 
 NAME = "tfevents"
@@ -88,11 +88,13 @@ def _collect(points: Points, first: int, size: int, out: dict[int, list[tuple[np
         return 0
     rec, tag = np.concatenate(points.record), np.concatenate(points.tag)
     step, value = np.concatenate(points.step), np.concatenate(points.value)
-    order = np.lexsort((rec, tag))
-    tag, step, value = tag[order], step[order], value[order]
-    cuts = np.flatnonzero(tag[1:] != tag[:-1]) + 1
-    for a, b in zip(np.r_[0, cuts], np.r_[cuts, tag.size], strict=True):
-        out.setdefault(int(tag[a]), []).append((step[a:b], value[a:b]))
+    by_tag, bounds = group_by(tag)
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        pos = by_tag[a:b]
+        r = rec[pos]
+        if r.size > 1 and not bool(np.all(r[1:] >= r[:-1])):
+            pos = pos[np.argsort(r, kind="stable")]  # a few sorted runs: timsort merges them
+        out.setdefault(int(tag[pos[0]]), []).append((step[pos], value[pos]))
     carried = np.zeros(size, dtype=bool)
     carried[rec - first] = True
     return int(carried.sum())

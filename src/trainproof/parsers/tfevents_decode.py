@@ -82,21 +82,23 @@ def _step_width(rows: np.ndarray) -> np.ndarray:
     return width
 
 
-def _tag_ids(names: np.ndarray, tags: Tags) -> tuple[np.ndarray, np.ndarray]:
-    """Tag id per row of an (n, taglen) byte array, and for each row the first row
-    with the same tag. A group holds a few tags: match them one at a time."""
+def _tag_ids(names: np.ndarray, tags: Tags) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Tag id per row of an (n, taglen) byte array; for each row the first row with
+    the same tag; those first rows. A group holds a few tags: match one at a time."""
     n, taglen = names.shape
     flat = np.ascontiguousarray(names).view(f"S{taglen}").ravel() if taglen else np.zeros(n, dtype="S1")
     ids = np.empty(n, dtype=np.int64)
     reps = np.empty(n, dtype=np.int64)
+    firsts = []
     todo = np.arange(n)
     while todo.size:
         rep = int(todo[0])
+        firsts.append(rep)
         same = flat[todo] == flat[rep] if todo.size < n else flat == flat[rep]
         ids[todo[same]] = tags.id(names[rep].tobytes().decode("utf-8", "replace"))
         reps[todo[same]] = rep
         todo = todo[~same]
-    return ids, reps
+    return ids, reps, firsts
 
 
 def _simple_shape(rows: np.ndarray, width: int) -> np.ndarray:
@@ -118,11 +120,11 @@ def _decode_simple(body: np.ndarray, stored: np.ndarray, width: int, tags: Tags,
     a row's CRC is its tag's first row's CRC corrected by the varying bytes."""
     length = body.shape[1]
     base = 10 + width
-    tag_ids, reps = _tag_ids(body[:, base + 6:length - 5], tags)
+    tag_ids, reps, firsts = _tag_ids(body[:, base + 6:length - 5], tags)
     varying = [*range(1, 9), *range(10, base), *range(length - 4, length)]
     part = crc32c_varying(body, varying)
     rep_crc = np.zeros(body.shape[0], dtype=np.uint32)
-    for r in np.unique(reps).tolist():
+    for r in firsts:
         rep_crc[r] = crc32c(body[r].tobytes()) ^ int(part[r])
     ok = mask_rows(rep_crc[reps] ^ part) == stored
     good = body[ok] if not ok.all() else body
@@ -142,7 +144,8 @@ def _group(chunk: Chunk, members: np.ndarray, length: int, first: int, tags: Tag
     stored = np.ascontiguousarray(rows[:, length:]).view("<u4").ravel()
     width = _step_width(body)
     simple = np.zeros(members.size, dtype=bool)
-    for w in np.unique(width[width > 0]).tolist():
+    for w in np.flatnonzero(np.bincount(width, minlength=_MAX_VARINT + 1)[1:]).tolist():
+        w += 1
         sel = np.flatnonzero(width == w)
         shaped = _simple_shape(body[sel], w)
         sel = sel[shaped]
@@ -183,16 +186,25 @@ def _general(chunk: Chunk, indices: np.ndarray, checked: np.ndarray, first: int,
                    np.array(value, dtype=np.float64))
 
 
+def group_by(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, bounds): order[bounds[g]:bounds[g+1]] are the positions of the g-th
+    distinct key, in increasing position. Small keys use numpy's linear radix sort."""
+    small = keys.size and keys.min() >= 0 and keys.max() < (1 << 16)
+    order = np.argsort(keys.astype(np.uint16) if small else keys, kind="stable")
+    ordered = keys[order]
+    cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    return order, np.r_[0, cuts, keys.size]
+
+
 def decode_chunk(chunk: Chunk, first: int, tags: Tags, damage: Damage) -> Points:
     """All scalar points of a chunk (record indices counted from `first`)."""
     points = Points()
-    lengths, inverse = np.unique(chunk.lengths, return_inverse=True)
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.searchsorted(inverse[order], np.arange(lengths.size + 1))
+    order, bounds = group_by(chunk.lengths)
     checked = np.zeros(chunk.starts.size, dtype=bool)  # body CRC already verified
     rest = []
-    for g, length in enumerate(lengths.tolist()):
-        members = order[bounds[g]:bounds[g + 1]]
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        members = order[a:b]
+        length = int(chunk.lengths[members[0]])
         if length > ROW_LIMIT:
             rest.append(members)
             continue
