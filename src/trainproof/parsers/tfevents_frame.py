@@ -198,6 +198,7 @@ def read_chunks(path: Path, damage: Damage) -> Iterator[Chunk]:
                 pos = stop
                 if k >= 0 or (end - pos >= HEADER and not _header_ok(raw, pos)):
                     damage.bad_header += 1
+                    damage.skipped_bytes += 1  # the bad header's first byte; the search starts after it
                     resync = True
                     pos += 1
                     continue
