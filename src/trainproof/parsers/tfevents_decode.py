@@ -189,7 +189,9 @@ def _general(chunk: Chunk, indices: np.ndarray, checked: np.ndarray, first: int,
 def group_by(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(order, bounds): order[bounds[g]:bounds[g+1]] are the positions of the g-th
     distinct key, in increasing position. Small keys use numpy's linear radix sort."""
-    small = keys.size and keys.min() >= 0 and keys.max() < (1 << 16)
+    if keys.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    small = keys.min() >= 0 and keys.max() < (1 << 16)
     order = np.argsort(keys.astype(np.uint16) if small else keys, kind="stable")
     ordered = keys[order]
     cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
