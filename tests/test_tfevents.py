@@ -177,3 +177,24 @@ def test_sniff_by_content_without_the_usual_name(tmp_path):
     renamed = tmp_path / "metrics.bin"
     renamed.write_bytes(f.read_bytes())
     assert read_run(renamed).format == "tfevents"
+
+
+ALL_RUNS = SIMPLE_VALUE_RUNS + TENSOR_RUNS + ["keras/fit"]
+
+
+@pytest.mark.parametrize("path", ["no-shape", "general-only", "templates-everywhere"])
+def test_every_decoding_path_reads_the_same(monkeypatch, path):
+    """The vectorised add_scalar shape, the learned layouts and the one-by-one decoder agree."""
+    from trainproof.parsers import tfevents_decode as dec
+
+    expected = {run: tfevents.read(FIX / run) for run in ALL_RUNS}
+    if path in ("no-shape", "general-only"):
+        monkeypatch.setattr(dec, "_simple_shape", lambda rows, width: np.zeros(rows.shape[0], dtype=bool))
+    if path == "general-only":
+        monkeypatch.setattr(dec, "_MAX_TEMPLATES", 0)
+    if path == "templates-everywhere":
+        monkeypatch.setattr(dec, "_MIN_TEMPLATE_ROWS", 1)
+    for run, want in expected.items():
+        got = tfevents.read(FIX / run)
+        assert got.notes == want.notes and got.records == want.records, run
+        assert_same(got.columns, want.columns)

@@ -29,10 +29,13 @@ from trainproof.parsers.tfevents_crc import (
     mask_rows,
 )
 from trainproof.parsers.tfevents_frame import HEADER, Chunk, Damage
+from trainproof.parsers.tfevents_layout import WIDTH, Layout, layout
 from trainproof.parsers.tfevents_proto import Undecodable, decode_event
 
 _WALL, _STEP, _SUMMARY, _VALUE, _TAG, _SIMPLE = 0x09, 0x10, 0x2A, 0x0A, 0x0A, 0x15
 _MAX_VARINT = 10
+_MIN_TEMPLATE_ROWS = 8  # fewer rows of a shape: the general path is as quick
+_MAX_TEMPLATES = 16  # layouts tried per length group before the rest go one by one
 
 
 @dataclass
@@ -82,6 +85,63 @@ def _step_width(rows: np.ndarray) -> np.ndarray:
     return width
 
 
+def _varints(columns: np.ndarray) -> np.ndarray:
+    """int64 value of each row's varint bytes (two's complement, as Event.step is)."""
+    out = np.zeros(columns.shape[0], dtype=np.uint64)
+    for j in range(columns.shape[1]):
+        out |= (columns[:, j] & 0x7F).astype(np.uint64) << np.uint64(7 * j)
+    return out.view(np.int64)
+
+
+def _values(columns: np.ndarray, kind: str) -> np.ndarray:
+    raw = np.ascontiguousarray(columns)
+    if kind == "bf16":
+        return (raw.view("<u2").astype(np.uint32) << np.uint32(16)).view(np.float32).ravel()
+    return raw.view({"f4": "<f4", "f8": "<f8", "f2": "<f2"}[kind]).ravel()
+
+
+def _template_match(rows: np.ndarray, rep: np.ndarray, lay: Layout) -> np.ndarray:
+    """Rows equal to rep outside wall time, step and value, with a step varint of the same width."""
+    varying = np.zeros(rows.shape[1], dtype=bool)
+    if lay.wall is not None:
+        varying[lay.wall:lay.wall + 8] = True
+    varying[lay.value:lay.value + WIDTH[lay.kind]] = True
+    if lay.step is not None:
+        a, b = lay.step
+        varying[a:b] = True
+    fixed = np.flatnonzero(~varying)
+    match = (rows[:, fixed] == rep[fixed]).all(axis=1)
+    if lay.step is not None:
+        match &= (rows[:, a:b - 1] >= 0x80).all(axis=1) & (rows[:, b - 1] < 0x80)
+    return match
+
+
+def _templated(body: np.ndarray, idx: np.ndarray, tags: Tags, points: Points) -> np.ndarray:
+    """Decode rows that repeat a single-scalar record's layout; mask of the rows done."""
+    done = np.zeros(body.shape[0], dtype=bool)
+    todo = np.arange(body.shape[0])
+    for _ in range(_MAX_TEMPLATES):
+        if todo.size < _MIN_TEMPLATE_ROWS:
+            break
+        rep = body[todo[0]]
+        lay = layout(rep.tobytes())
+        if lay is None or (lay.tensor and tags.plugins.get(lay.tag, "scalars") != "scalars"):
+            todo = todo[1:]
+            continue
+        rows = body[todo]
+        match = _template_match(rows, rep, lay)
+        rows, hit = rows[match], todo[match]
+        if lay.tensor:
+            tags.plugins.setdefault(lay.tag, "scalars")
+        step = (_varints(rows[:, lay.step[0]:lay.step[1]]) if lay.step is not None
+                else np.zeros(hit.size, dtype=np.int64))
+        value = _values(rows[:, lay.value:lay.value + WIDTH[lay.kind]], lay.kind)
+        points.add(idx[hit], np.full(hit.size, tags.id(lay.tag)), step, value)
+        done[hit] = True
+        todo = todo[~match]
+    return done
+
+
 def _tag_ids(names: np.ndarray, tags: Tags) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Tag id per row of an (n, taglen) byte array; for each row the first row with
     the same tag; those first rows. A group holds a few tags: match one at a time."""
@@ -128,11 +188,8 @@ def _decode_simple(body: np.ndarray, stored: np.ndarray, width: int, tags: Tags,
         rep_crc[r] = crc32c(body[r].tobytes()) ^ int(part[r])
     ok = mask_rows(rep_crc[reps] ^ part) == stored
     good = body[ok] if not ok.all() else body
-    step = np.zeros(good.shape[0], dtype=np.uint64)
-    for j in range(width):
-        step |= (good[:, 10 + j] & 0x7F).astype(np.uint64) << np.uint64(7 * j)
     value = np.ascontiguousarray(good[:, length - 4:]).view("<f4").ravel()
-    points.add(idx[ok], tag_ids[ok], step.view(np.int64), value)
+    points.add(idx[ok], tag_ids[ok], _varints(good[:, 10:10 + width]), value)
     return int(ok.size - ok.sum())
 
 
@@ -157,7 +214,9 @@ def _group(chunk: Chunk, members: np.ndarray, length: int, first: int, tags: Tag
         return rest
     crc_ok = mask_rows(crc32c_rows(body[rest])) == stored[rest]
     damage.bad_data += int(rest.size - crc_ok.sum())
-    return members[rest[crc_ok]]
+    rest = rest[crc_ok]
+    done = _templated(body[rest], members[rest] + first, tags, points)
+    return members[rest[~done]]
 
 
 def _general(chunk: Chunk, indices: np.ndarray, checked: np.ndarray, first: int, tags: Tags,
