@@ -70,6 +70,8 @@ def test_doctor_finds_each_run_once(tmp_path, capsys):
     assert files == ["keras/fit", "lightning/lightning_logs/version_0", "lightning/lightning_logs/version_1",
                      "torch_default", "torch_resumed"]
     assert all(r["format"] == "tfevents" for r in out["reports"])
+    nested = sorted(Path(n["file"]).relative_to(tmp_path).as_posix() for n in out["not_judged"])
+    assert nested == ["keras/fit/train", "keras/fit/validation"]
 
 
 def test_pure_crc_fallback_matches_the_c_implementation(monkeypatch):
