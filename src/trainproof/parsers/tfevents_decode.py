@@ -9,8 +9,13 @@ every `add_scalar` writes,
 (Event.wall_time, Event.step, Event.summary{value{tag, simple_value}}), are
 decoded with whole-column numpy operations: within a group of one length and one
 step width every field sits at a fixed offset, so checking each fixed byte for
-every record proves the shape exactly. Everything else goes through the general
-decoder in tfevents_proto, in record order.
+every record proves the shape exactly. A row's CRC is then its tag's first row's
+CRC corrected by the bytes that vary (wall time, step, value).
+
+Other records that repeat one single-scalar layout (torch's new_style tensors,
+TF2/Keras summaries, step-0 records) are matched against a layout learned from
+their group's first record (tfevents_layout) and decoded the same way. What is
+left goes through the general decoder in tfevents_proto, in record order.
 """
 
 from __future__ import annotations

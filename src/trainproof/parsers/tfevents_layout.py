@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from trainproof.parsers.tfevents_proto import Undecodable, _varint
+from trainproof.parsers.tfevents_proto import Undecodable, varint
 
 # value encodings a template can read at a fixed offset: name -> byte width
 WIDTH = {"f4": 4, "f8": 8, "f2": 2, "bf16": 2}
@@ -34,12 +34,12 @@ class Layout:
 def spans(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, int, int]]:
     """(field number, wire type, payload start, payload end) for each field."""
     while pos < end:
-        key, pos = _varint(buf, pos, end)
+        key, pos = varint(buf, pos, end)
         num, wt = key >> 3, key & 7
         if wt == 0:
-            _, nxt = _varint(buf, pos, end)
+            _, nxt = varint(buf, pos, end)
         elif wt == 2:
-            n, pos = _varint(buf, pos, end)
+            n, pos = varint(buf, pos, end)
             nxt = pos + n
         elif wt in (1, 5):
             nxt = pos + (8 if wt == 1 else 4)
@@ -56,7 +56,7 @@ def _tensor_value(buf: bytes, a: int, b: int) -> tuple[int, str] | None:
     dtype, where = None, None
     for num, wt, s, e in spans(buf, a, b):
         if num == 1 and wt == 0:
-            dtype = _varint(buf, s, e)[0]
+            dtype = varint(buf, s, e)[0]
         elif num == 2 and wt == 2:
             if e != s:  # a shape with dims (or unknown rank): not rank 0
                 return None

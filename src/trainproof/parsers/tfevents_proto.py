@@ -30,7 +30,7 @@ class Undecodable(ValueError):
     pass
 
 
-def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+def varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     value = shift = 0
     while pos < end:
         b = buf[pos]
@@ -47,13 +47,13 @@ def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
 def fields(buf: bytes, pos: int, end: int):
     """(field number, wire type, value or (start, end)) for each field in buf[pos:end]."""
     while pos < end:
-        key, pos = _varint(buf, pos, end)
+        key, pos = varint(buf, pos, end)
         num, wt = key >> 3, key & 7
         if wt == 0:
-            value, pos = _varint(buf, pos, end)
+            value, pos = varint(buf, pos, end)
             yield num, wt, value
         elif wt == 2:
-            n, pos = _varint(buf, pos, end)
+            n, pos = varint(buf, pos, end)
             if pos + n > end:
                 raise Undecodable("field runs past its message")
             yield num, wt, (pos, pos + n)
@@ -94,7 +94,7 @@ def _first_typed(buf: bytes, num: int, wt: int, v, dtype: int) -> float | None:
         if wt == 2 and v[1] - v[0] >= 8:
             return _F64.unpack_from(buf, v[0])[0]
     elif dtype in (_DT_HALF, _DT_BFLOAT16) and num == 13:
-        bits = v if wt == 0 else (_varint(buf, v[0], v[1])[0] if wt == 2 and v[1] > v[0] else None)
+        bits = v if wt == 0 else (varint(buf, v[0], v[1])[0] if wt == 2 and v[1] > v[0] else None)
         if bits is not None:
             return _half_bits(bits & 0xFFFF, dtype)
     return None
