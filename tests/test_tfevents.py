@@ -167,6 +167,9 @@ def test_lightning_columns_resolve_without_map():
     ("TrainIterStats/loss", "loss"), ("lr-AdamW", "lr"), ("learning_rate", "lr"),
     ("grad_norm/total", "grad_norm"), ("epoch_loss", "loss"), ("validation/epoch_loss", "eval_loss"),
     ("batch_loss", "loss"), ("eval/loss", "eval_loss"), ("train/learning_rate", "lr"),
+    ("reduced_train_loss", "loss"), ("train_step_timing", "step_time"), ("lm loss validation", "eval_loss"),
+    ("TrainIterStats/current_lr", "lr"), ("TrainIterStats/grad_norm", "grad_norm"),
+    ("TrainIterStats/step_time", "step_time"), ("TrainIterStats/loader_time", "loader_time"),
 ])
 def test_writer_tag_spellings_resolve(tag, canon):
     assert choose([tag], {}) == {canon: tag}
