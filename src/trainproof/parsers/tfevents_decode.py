@@ -41,6 +41,7 @@ _WALL, _STEP, _SUMMARY, _VALUE, _TAG, _SIMPLE = 0x09, 0x10, 0x2A, 0x0A, 0x0A, 0x
 _MAX_VARINT = 10
 _MIN_TEMPLATE_ROWS = 8  # fewer rows of a shape: the general path is as quick
 _MAX_TEMPLATES = 16  # layouts tried per length group before the rest go one by one
+_FEW_TAGS = 8  # tags matched one at a time per group; more are sorted
 
 
 @dataclass
@@ -149,20 +150,29 @@ def _templated(body: np.ndarray, idx: np.ndarray, tags: Tags, points: Points) ->
 
 def _tag_ids(names: np.ndarray, tags: Tags) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Tag id per row of an (n, taglen) byte array; for each row the first row with
-    the same tag; those first rows. A group holds a few tags: match one at a time."""
+    the same tag; those first rows. A group usually holds a few tags: match them one
+    at a time, and sort the rest when there are many (per-layer tags)."""
     n, taglen = names.shape
     flat = np.ascontiguousarray(names).view(f"S{taglen}").ravel() if taglen else np.zeros(n, dtype="S1")
     ids = np.empty(n, dtype=np.int64)
     reps = np.empty(n, dtype=np.int64)
-    firsts = []
+    firsts: list[int] = []
     todo = np.arange(n)
-    while todo.size:
+    while todo.size and len(firsts) < _FEW_TAGS:
         rep = int(todo[0])
         firsts.append(rep)
         same = flat[todo] == flat[rep] if todo.size < n else flat == flat[rep]
         ids[todo[same]] = tags.id(names[rep].tobytes().decode("utf-8", "replace"))
         reps[todo[same]] = rep
         todo = todo[~same]
+    if todo.size:
+        _, first, inverse = np.unique(flat[todo], return_index=True, return_inverse=True)
+        rep_rows = todo[first]
+        known = np.array([tags.id(names[r].tobytes().decode("utf-8", "replace")) for r in rep_rows.tolist()],
+                         dtype=np.int64)
+        ids[todo] = known[inverse.ravel()]
+        reps[todo] = rep_rows[inverse.ravel()]
+        firsts.extend(rep_rows.tolist())
     return ids, reps, firsts
 
 
