@@ -11,6 +11,9 @@ under /tmp unless it is already there, then times, each in a fresh process:
   reader        trainproof.parsers.tfevents.read (CRCs verified, every point kept)
   epoch         `python -m trainproof epoch FILE --json` (read + judge + render)
   accumulator   tensorboard's EventAccumulator with every scalar kept (--accumulator)
+  data-server   tensorboard-data-server (Rust), one load cycle with --checksum and every
+                scalar kept: wall time to its "Finished load cycle" line, peak RSS from
+                /proc (when the tensorboard_data_server package is installed)
 Reports the median wall time, CPU time and peak RSS of each, the ratio to the
 raw read, and the memory budget (100 MB + 50 B per kept point).
 """
@@ -59,6 +62,31 @@ def run_once(name: str, path: Path) -> tuple[float, float, float]:
     return wall, float(cpu), int(rss_kb) / 1024
 
 
+def data_server_once(path: Path) -> tuple[float, float, float] | None:
+    """(wall s, cpu s, peak RSS MB) of tensorboard-data-server loading the run once."""
+    try:
+        import tensorboard_data_server
+    except ImportError:
+        return None
+    cmd = [tensorboard_data_server.server_binary(), "--logdir", str(path.parent), "--reload", "once",
+           "--checksum", "--samples-per-plugin", "scalars=0", "--port", "0", "-v"]
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stderr:
+            if "Finished load cycle" in line:
+                wall = time.perf_counter() - t
+                status = Path(f"/proc/{proc.pid}/status").read_text()
+                stat = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                cpu = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+                hwm = next(ln for ln in status.splitlines() if ln.startswith("VmHWM"))
+                return wall, cpu, int(hwm.split()[1]) / 1024
+    finally:
+        proc.kill()
+        proc.wait()
+    return None
+
+
 def generate(steps: int) -> Path:
     out = Path(f"/tmp/tfevents_{steps}")
     files = list(out.glob("events.out.tfevents.*")) if out.exists() else []
@@ -73,6 +101,8 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--accumulator", action="store_true", help="also time EventAccumulator (slow)")
+    ap.add_argument("--no-data-server", dest="data_server", action="store_false",
+                    help="skip tensorboard-data-server")
     args = ap.parse_args()
     path = generate(args.steps)
     points = args.steps * TAGS
@@ -81,6 +111,10 @@ def main() -> int:
     for name in names:
         runs = [run_once(name, path) for _ in range(1 if name == "accumulator" else args.repeat)]
         results[name] = tuple(statistics.median(r[i] for r in runs) for i in range(3))
+    if args.data_server:
+        runs = [r for r in (data_server_once(path) for _ in range(args.repeat)) if r is not None]
+        if runs:
+            results["data-server"] = tuple(statistics.median(r[i] for r in runs) for i in range(3))
     raw_wall = results["raw read"][0]
     budget = 100 + 50 * points / 1e6
     print(f"input: {path} ({path.stat().st_size / 1e6:.0f} MB, {points:,} scalars), "
