@@ -69,7 +69,7 @@ def data_server_once(path: Path) -> tuple[float, float, float] | None:
     except ImportError:
         return None
     cmd = [tensorboard_data_server.server_binary(), "--logdir", str(path.parent), "--reload", "once",
-           "--checksum", "--samples-per-plugin", "scalars=0", "--port", "0", "-v"]
+           "--checksum", "--samples-per-plugin", "scalars=all", "--port", "0", "-v"]
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
