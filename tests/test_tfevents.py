@@ -13,8 +13,9 @@ from trainproof.parsers import read_run, tfevents
 from trainproof.parsers.columns import choose
 
 FIX = Path(__file__).parent / "fixtures" / "tfevents"
+HF_RUN = next((FIX / "hf" / "runs").iterdir()).relative_to(FIX).as_posix()
 SIMPLE_VALUE_RUNS = ["torch_default", "torch_diverging", "tbx", "torch_resumed", "torch_steps",
-                     "lightning/lightning_logs/version_0", "lightning/lightning_logs/version_1"]
+                     "lightning/lightning_logs/version_0", "lightning/lightning_logs/version_1", HF_RUN]
 TENSOR_RUNS = ["torch_new_style", "keras/fit/train", "keras/fit/validation", "keras/summary", "dtypes"]
 
 

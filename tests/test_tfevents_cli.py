@@ -40,6 +40,17 @@ def test_tensorboard_run_is_judged_as_its_text_log(capsys, run):
     assert tb["reports"][0]["checks"]["ran"] == txt["reports"][0]["checks"]["ran"]
 
 
+def test_hf_trainer_tensorboard_run_is_judged_as_its_trainer_state(capsys):
+    """A tiny HF Trainer fine-tune with report_to="tensorboard", and its trainer_state.json."""
+    (run,) = (FIX / "hf" / "runs").iterdir()
+    code_tb, tb = judged(capsys, "epoch", str(run))
+    code_hf, hf = judged(capsys, "epoch", str(FIX / "hf" / "trainer_state.json"))
+    assert (tb["reports"][0]["format"], hf["reports"][0]["format"]) == ("tfevents", "hf")
+    assert code_tb == code_hf
+    assert verdict_and_ids(tb["reports"][0]) == verdict_and_ids(hf["reports"][0])
+    assert tb["reports"][0]["checks"] == hf["reports"][0]["checks"]
+
+
 def test_diverging_run_fails_with_the_same_rules(capsys):
     code, out = judged(capsys, "epoch", str(FIX / "torch_diverging"))
     assert code == 1
