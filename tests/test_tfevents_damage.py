@@ -93,13 +93,25 @@ def test_every_cut_point_reads_up_to_the_cut(tmp_path):
             assert raw.notes == [], cut
 
 
-def test_forged_huge_length_is_not_buffered(tmp_path):
+def test_huge_length_at_the_end_is_a_cut_record(tmp_path):
     data = DEFAULT.read_bytes()
     length = struct.pack("<Q", 1 << 40)
     forged = data + length + struct.pack("<I", mask(crc32c(length))) + b"x" * 100
     raw = read_bytes(tmp_path, forged)
     assert points(raw) == points(tfevents.read(DEFAULT))
-    assert len(raw.notes) == 1 and "record(s) larger than" in raw.notes[0]
+    assert len(raw.notes) == 1 and "file ends inside a record (112 bytes)" in raw.notes[0]
+
+
+def test_records_over_the_size_limit_are_skipped_unread(tmp_path, monkeypatch):
+    """Histograms and images here are the long records; every scalar record is short."""
+    from trainproof.parsers import tfevents_frame
+    data = DEFAULT.read_bytes()
+    long = [r for r in spans(data) if r[1] - r[0] - 16 > 200]
+    monkeypatch.setattr(tfevents_frame, "MAX_RECORD", 200)
+    monkeypatch.setattr(tfevents_frame, "BLOCK", 512)
+    raw = read_bytes(tmp_path, data)
+    assert points(raw) == points(tfevents.read(DEFAULT))
+    assert raw.notes == [f"events.out.tfevents.1.damaged: {len(long)} record(s) larger than 200 bytes skipped unread"]
 
 
 @settings(max_examples=40, deadline=None)

@@ -54,7 +54,8 @@ class Damage:
         if self.undecodable:
             out.append(f"{self.undecodable} record(s) passed their CRC but do not decode as an Event; not read")
         if self.oversized:
-            out.append(f"{self.oversized} record(s) larger than {MAX_RECORD >> 20} MiB skipped unread")
+            limit = f"{MAX_RECORD >> 20} MiB" if MAX_RECORD >= 1 << 20 else f"{MAX_RECORD} bytes"
+            out.append(f"{self.oversized} record(s) larger than {limit} skipped unread")
         if self.not_scalar:
             out.append(f"{self.not_scalar} scalars-plugin tensor(s) are not a rank-0 float, double, half "
                        "or bfloat16; not read")
@@ -168,53 +169,68 @@ def _u64_view(buf: np.ndarray) -> np.ndarray:
     return np.ndarray((max(0, buf.size - 7),), dtype="<u8", buffer=buf, strides=(1,))
 
 
+class _Blocks:
+    """Reading state of one file: what is carried from block to block, and whether
+    the reader is looking for the next valid header after a bad one."""
+
+    def __init__(self, fh, damage: Damage) -> None:
+        self.fh, self.damage = fh, damage
+        self.carry, self.want, self.resync, self.eof = b"", BLOCK, False, False
+
+    def chunks(self) -> Iterator[Chunk]:
+        while not self.eof:
+            block = self.fh.read(self.want)
+            self.eof = len(block) < self.want
+            raw = self.carry + block
+            self.want = BLOCK
+            pos = yield from self._scan(raw, np.frombuffer(raw, dtype=np.uint8))
+            self.carry = raw[pos:]
+        if self.carry:
+            if self.resync:
+                self.damage.skipped_bytes += len(self.carry)
+            else:
+                self.damage.truncated_bytes += len(self.carry)
+
+    def _scan(self, raw: bytes, buf: np.ndarray):
+        """Yield the whole records of one block; return where the unread rest starts."""
+        lens64, pos, end = _u64_view(buf), 0, len(raw)
+        while True:
+            if self.resync:
+                q = find_header(buf, pos, end)
+                if q < 0:
+                    keep = 0 if self.eof else min(end - pos, HEADER - 1)
+                    self.damage.skipped_bytes += end - pos - keep
+                    return end - keep
+                self.damage.skipped_bytes += q - pos
+                pos, self.resync = q, False
+            starts, lengths, stop = walk(raw, lens64, pos, end)
+            k = first_bad_header(buf, starts)
+            if k >= 0:
+                starts, lengths, stop = starts[:k], lengths[:k], int(starts[k])
+            if starts.size:
+                yield Chunk(raw, buf, starts, lengths)
+            pos = stop
+            if k < 0 and (end - pos < HEADER or _header_ok(raw, pos)):
+                return self._incomplete(raw, pos, end)
+            self.damage.bad_header += 1
+            self.damage.skipped_bytes += 1  # the bad header's first byte; the search starts after it
+            self.resync = True
+            pos += 1
+
+    def _incomplete(self, raw: bytes, pos: int, end: int) -> int:
+        """The record at pos does not fit in the block: read on, or skip it when too long."""
+        if end - pos < HEADER or self.eof:
+            return pos
+        n = _LEN.unpack_from(raw, pos)[0]
+        if n > MAX_RECORD:
+            self.damage.oversized += 1
+            self.fh.seek(n + OVERHEAD - (end - pos), 1)
+            return end
+        self.want = max(BLOCK, pos + n + OVERHEAD - end)
+        return pos
+
+
 def read_chunks(path: Path, damage: Damage) -> Iterator[Chunk]:
     """Every framed record of the file, in order, a block at a time."""
     with open(path, "rb") as fh:
-        carry, want, resync, eof = b"", BLOCK, False, False
-        while not eof:
-            block = fh.read(want)
-            eof = len(block) < want
-            raw = carry + block
-            buf = np.frombuffer(raw, dtype=np.uint8)
-            lens64 = _u64_view(buf)
-            pos, end, want = 0, len(raw), BLOCK
-            while True:
-                if resync:
-                    q = find_header(buf, pos, end)
-                    if q < 0:
-                        keep = 0 if eof else min(end - pos, HEADER - 1)
-                        damage.skipped_bytes += end - pos - keep
-                        pos = end - keep
-                        break
-                    damage.skipped_bytes += q - pos
-                    pos, resync = q, False
-                starts, lengths, stop = walk(raw, lens64, pos, end)
-                k = first_bad_header(buf, starts)
-                if k >= 0:
-                    starts, lengths, stop = starts[:k], lengths[:k], int(starts[k])
-                if starts.size:
-                    yield Chunk(raw, buf, starts, lengths)
-                pos = stop
-                if k >= 0 or (end - pos >= HEADER and not _header_ok(raw, pos)):
-                    damage.bad_header += 1
-                    damage.skipped_bytes += 1  # the bad header's first byte; the search starts after it
-                    resync = True
-                    pos += 1
-                    continue
-                if end - pos >= HEADER:
-                    n = _LEN.unpack_from(raw, pos)[0]
-                    if n > MAX_RECORD:
-                        damage.oversized += 1
-                        skip = n + OVERHEAD - (end - pos)
-                        fh.seek(skip, 1)
-                        pos = end
-                        break
-                    want = max(BLOCK, pos + n + OVERHEAD - end)
-                break
-            carry = raw[pos:]
-        if carry:
-            if resync:
-                damage.skipped_bytes += len(carry)
-            else:
-                damage.truncated_bytes += len(carry)
+        yield from _Blocks(fh, damage).chunks()
