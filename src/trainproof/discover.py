@@ -43,7 +43,12 @@ def discover(root: Path, max_logs: int) -> Discovery:
         fmt = detect(here)  # a format that reads whole directories (a TensorBoard run)
         if fmt is not None:
             found.logs.append((here, fmt))
-            dirnames[:] = [n for n in dirnames if detect(here / n) is None]
+            # a run directory's nested runs (Keras train/ + validation/, hparams runs
+            # that SummaryWriter.add_hparams writes) belong to it, not beside it
+            nested = [n for n in dirnames if detect(here / n) is not None]
+            found.not_judged.extend((here / n, f"nested in the run directory {here}; not judged on its own")
+                                    for n in nested)
+            dirnames[:] = [n for n in dirnames if n not in nested]
             continue
         for name in sorted(filenames):
             if NOT_LOGS.search(name):

@@ -13,24 +13,28 @@ from collections.abc import Iterable, Mapping
 ALIASES: Mapping[str, tuple[str, ...]] = {
     "loss": (
         "loss", "train_loss", "training_loss", "loss_train", "train_loss_step", "train_loss_iter",
-        "trainer_loss", "lm_loss", "train_lm_loss", "loss_step", "train_iterstats_loss",
-        "trainiterstats_loss", "train_loss_epoch", "epoch_loss_train", "train_epoch_loss",
-        "metrics_loss", "metrics_train_loss", "total_loss", "train_total_loss",
+        "batch_loss", "trainer_loss", "lm_loss", "train_lm_loss", "loss_step", "train_iterstats_loss",
+        "trainiterstats_loss", "train_loss_epoch", "epoch_loss_train", "train_epoch_loss", "epoch_loss",
+        "metrics_loss", "metrics_train_loss", "total_loss", "train_total_loss", "reduced_train_loss",
+        "trainepochstats_avg_loss",
     ),
     "eval_loss": (
         "eval_loss", "val_loss", "validation_loss", "test_loss", "loss_val", "loss_eval",
         "loss_validation", "loss_test", "val_loss_epoch", "val_loss_step", "valid_loss",
         "evalstats_avg_loss", "eval_avg_loss", "validation_epoch_loss", "epoch_val_loss",
-        "eval_lm_loss", "metrics_eval_loss", "metrics_val_loss",
+        "eval_lm_loss", "metrics_eval_loss", "metrics_val_loss", "lm_loss_validation",
+        "validation_evaluation_loss_vs_iterations",
     ),
     "lr": (
         "lr", "learning_rate", "current_lr", "train_learning_rate", "train_lr", "lr_group0",
         "lr_0", "optimizer_lr", "lr_adamw", "lr_adam", "lr_sgd", "lr_adafactor",
         "learning_rate_0", "metrics_lr", "metrics_learning_rate", "epoch_learning_rate",
+        "trainiterstats_current_lr",
     ),
     "grad_norm": (
         "grad_norm", "gnorm", "gradient_norm", "grad_l2", "grad_norm_total", "train_grad_norm",
         "grad_2_0_norm_total", "total_grad_norm", "global_grad_norm", "metrics_grad_norm",
+        "trainiterstats_grad_norm",
     ),
     "step": (
         "step", "global_step", "iter", "iteration", "train_global_step", "trainer_global_step",
@@ -40,8 +44,10 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
     "step_time": (
         "step_time", "seconds_per_step", "time_per_step", "iteration_time", "train_step_time",
         "elapsed_time_per_iteration", "batch_time", "metrics_step_time",
+        "train_step_timing", "trainiterstats_step_time",
     ),
-    "loader_time": ("loader_time", "data_time", "dataloader_time", "train_loader_time"),
+    "loader_time": ("loader_time", "data_time", "dataloader_time", "train_loader_time",
+                    "trainiterstats_loader_time"),
     "gpu_util": ("gpu_util", "gpu_utilization", "gpu_util_percent", "system_gpu_util"),
     "epoch": ("epoch", "epochs", "train_epoch"),
 }
