@@ -75,7 +75,7 @@ def judge_run(run: Run, required: bool = True) -> Report:
     base = dict(subject=run.path, format=run.format, records=run.records,
                 span=run.step_span, notes=run.notes, required=required)
     loc = Location(run.path)
-    if run.records == 0 or not any(len(s) for s in run.series.values()):
+    if run.records == 0 or not run.columns:
         detail = "no numeric records could be read" + (f" ({run.notes[0]})" if run.notes else "")
         return Report(findings=(S.NO_RECORDS.finding(loc, detail=detail),), **base)
     if run.get("loss") is None:

@@ -56,10 +56,12 @@ def share(mask: np.ndarray) -> float:
 MEDIAN_SE = 1.2533  # standard error of a median of n normal samples is 1.2533 * sigma / sqrt(n)
 
 
-def batch_noise(values: np.ndarray) -> float:
-    """Robust point-to-point noise of a series: 1.4826 * median |first difference| / sqrt 2.
-    Differences cancel the trend, the median ignores spikes, 1.4826 turns a MAD into a
-    normal sigma and sqrt 2 undoes the doubling of variance that differencing causes."""
+def log_noise(values: np.ndarray) -> float:
+    """Robust point-to-point noise of a positive series in log space:
+    1.4826 * median |first difference of log| / sqrt 2. Logs make it relative (a loss
+    near 0.03 scatters by the same share as one near 3) and keep an exploding loss's
+    growth from passing for noise; differences cancel the trend, the median ignores
+    spikes, 1.4826 turns a MAD into a normal sigma, sqrt 2 undoes differencing."""
     if values.size < 3:
         return 0.0
-    return float(1.4826 * np.median(np.abs(np.diff(values))) / np.sqrt(2.0))
+    return float(1.4826 * np.median(np.abs(np.diff(np.log(values)))) / np.sqrt(2.0))

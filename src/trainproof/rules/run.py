@@ -232,11 +232,13 @@ DIVERGE = rule(
         "max_blocks": _BLOCKS,
         "min_gap_se": Threshold(
             4, "standard errors",
-            "The end must sit above the floor by more than 4 standard errors of the difference of "
-            "two block medians, with the batch noise measured from the log itself (1.4826 x median "
-            "|step-to-step change| / sqrt 2). Near a loss floor of ~0.03 healthy per-step logs "
-            "scatter by 50 %, so a ratio alone calls them diverged; the floor is also the lowest of "
-            "many blocks, which biases it low by up to ~2 standard errors."),
+            "log(end / floor) must exceed 4 standard errors of the difference of two block "
+            "medians, with the batch noise measured from the log itself in log space (1.4826 x "
+            "median |step-to-step change of log loss| / sqrt 2). Near a loss floor of ~0.03 "
+            "healthy per-step logs scatter by 50 %, so a ratio alone calls them diverged; the "
+            "floor is also the lowest of many blocks, which biases it low by up to ~2 standard "
+            "errors. An exploding loss grows by a steady factor per step, which log differences "
+            "measure as trend-sized, so it still clears the bar by far."),
     },
     fires=Example({"loss": [1.4, 1.3, 1.2, 1.25, 2.5, 4.0, 6.0, 7.5, 7.4]}),
     passes=Example({"loss": [1.5, 1.3, 1.2, 1.1, 1.05, 1.0, 1.02, 1.01, 1.0]}),
@@ -249,7 +251,7 @@ DIVERGE_NOISE = rule(
     title="End/min ratio is high, but within batch-to-batch noise.",
     evidence="raw end {raw_end} vs raw min {raw_min} at step {raw_min_step} is {raw_ratio:.2f}x; "
     "medians of {block}-point blocks give {ratio:.2f}x (floor {floor} around step {floor_step}, end {end}), "
-    "a gap of {gap_se:.1f} standard errors of the batch noise (sigma {sigma})",
+    "a gap of {gap_se:.1f} standard errors of the batch noise ({sigma:.1%} per point)",
     summary="A minimum the noise explains makes the run look diverged; the smoothed curve, "
     "measured against its own noise, does not.",
     why="Per-step losses of small batches scatter widely; the lowest single batch is not a "
@@ -281,8 +283,9 @@ def loss_diverging(run: Run) -> list[Finding] | Skip:
     through = (b.steps[i] - first) / (last - first) if last > first else 0.0
     j = int(np.argmin(s.values))
     raw_ratio = float(s.values[-1] / s.values[j])
-    sigma = stats.batch_noise(s.values)
-    gap_se = (end - floor) / (stats.MEDIAN_SE * sigma * np.sqrt(2.0 / b.size)) if sigma > 0 else np.inf
+    sigma = stats.log_noise(s.values)
+    se = stats.MEDIAN_SE * sigma * np.sqrt(2.0 / b.size)
+    gap_se = float(np.log(end / floor) / se) if se > 0 else np.inf
     common = dict(end=end, floor=floor, floor_step=float(b.steps[i]), ratio=ratio,
                   through=float(through), block=b.size, raw_end=float(s.values[-1]),
                   raw_min=float(s.values[j]), raw_min_step=float(s.steps[j]), sigma=sigma,
