@@ -1,0 +1,112 @@
+"""Token measurements of a dataset, taken during the same streaming pass as the
+record checks: sequence lengths against the context window, whether each
+training sequence ends with EOS, and how many tokens the loss is taken on after
+templating and truncation.
+
+Trainable tokens: for prompt/completion, Alpaca and preference records, the
+target's tokens (what completion-only loss trains on); for plain text, every
+token; for chat records, the tokens of the assistant turns, located by rendering
+the conversation up to each assistant turn (with the generation prompt) and
+through it. Truncation keeps the first `max_len` tokens, as HF tokenizers do."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from trainproof.probes.dataset_shape import Tally, Unit
+from trainproof.probes.tokenizer_load import Tokenizer
+
+
+@dataclass
+class TokenCounts:
+    max_len: int | None  # the window judged against (None: no limit known)
+    units: int = 0
+    chat_units: int = 0
+    rendered: bool = False  # chat records went through the chat template
+    overflow: Tally = field(default_factory=Tally)
+    zero_trainable: Tally = field(default_factory=Tally)
+    no_eos: Tally = field(default_factory=Tally)
+    unrenderable: Tally = field(default_factory=Tally)  # the template raised on a conversation
+    lengths: list[np.ndarray] = field(default_factory=list)
+    longest: int = 0
+    longest_where: int | None = None
+
+    def length_stats(self) -> dict[str, int]:
+        if not self.lengths:
+            return {"p50": 0, "p99": 0, "max": 0}
+        a = np.concatenate(self.lengths)
+        return {"p50": int(np.percentile(a, 50)), "p99": int(np.percentile(a, 99)), "max": int(a.max())}
+
+
+class TokenVisitor:
+    """Called with each block's units; tokenises them in batches."""
+
+    def __init__(self, tok: Tokenizer, max_len: int | None) -> None:
+        self.tok = tok
+        self.counts = TokenCounts(max_len=max_len)
+        self.limit = max_len if max_len is not None else math.inf
+        self.eos_id = tok.special.eos_id
+        self.eos = tok.special.eos
+
+    def __call__(self, units: list[Unit], wheres: list[int]) -> None:
+        plain = [(u, w) for u, w in zip(units, wheres, strict=False) if u.messages is None]
+        chats = [(u, w) for u, w in zip(units, wheres, strict=False) if u.messages is not None]
+        if plain:
+            self._plain([u for u, _ in plain], [w for _, w in plain])
+        if chats:
+            self.counts.chat_units += len(chats)
+            if self.tok.special.chat_template:
+                self.counts.rendered = True
+                for u, w in chats:
+                    self._chat(u, w)
+
+    def _record(self, length: int, trainable: int, ends_eos: bool, w: int) -> None:
+        c = self.counts
+        c.units += 1
+        if length > self.limit:
+            c.overflow.add(w, str(length))
+        if trainable <= 0:
+            c.zero_trainable.add(w, str(length))
+        if not ends_eos:
+            c.no_eos.add(w)
+        if length > c.longest:
+            c.longest, c.longest_where = length, w
+
+    def _plain(self, units: list[Unit], wheres: list[int]) -> None:
+        full = self.tok.encode([u.prompt + u.target for u in units])
+        prompts = [u.prompt for u in units if u.prompt]
+        encoded = iter(self.tok.encode(prompts) if prompts else [])
+        trail = 1 if self.tok.special.adds_eos else 0
+        lengths = np.fromiter((len(ids) for ids in full), dtype=np.int32, count=len(full))
+        self.counts.lengths.append(lengths)
+        for u, ids, w in zip(units, full, wheres, strict=False):
+            n_prompt = len(next(encoded)) - trail if u.prompt else 0
+            trainable = min(len(ids), self.limit) - n_prompt
+            ends = (bool(ids) and ids[-1] == self.eos_id) or bool(self.eos and u.target.rstrip().endswith(self.eos))
+            self._record(len(ids), int(trainable), ends, w)
+
+    def _chat(self, u: Unit, w: int) -> None:
+        msgs = list(u.messages or ())
+        try:
+            full_text = self.tok.render_chat(msgs, add_generation_prompt=False)
+            spans = []
+            for i, m in enumerate(msgs):
+                if m["role"] != "assistant":
+                    continue
+                before = self.tok.render_chat(msgs[:i], add_generation_prompt=True) if i else ""
+                through = self.tok.render_chat(msgs[: i + 1], add_generation_prompt=False)
+                a, b = (len(x) for x in self.tok.encode([before, through], special=False))
+                spans.append((a if before else 0, b))
+        except Exception as exc:  # a template raising (raise_exception) is a finding, not a crash
+            self.counts.unrenderable.add(w, f"{type(exc).__name__}: {exc}".splitlines()[0][:120])
+            return
+        ids = self.tok.encode([full_text], special=False)[0]
+        self.counts.lengths.append(np.array([len(ids)], dtype=np.int32))
+        trainable = sum(max(0, min(b, self.limit) - a) for a, b in spans)
+        last = msgs[-1]["content"] if msgs and msgs[-1]["role"] == "assistant" else None
+        tail = full_text[full_text.rfind(last) + len(last):] if last else ""
+        ends = bool(self.eos) and self.eos in tail  # type: ignore[operator]
+        self._record(len(ids), int(trainable), ends, w)
