@@ -25,6 +25,7 @@ from trainproof.probes.dataset_read import (
     Batch,
     ReadTally,
     file_kind,
+    line_blocks,
     parquet_columns,
     read_json_array,
     read_jsonl,
@@ -113,30 +114,29 @@ Visitor = Callable[[list[Unit], list[int]], None]
 Progress = Callable[[int, int], None]
 
 
-def _sample(path: Path, kind: str) -> list[dict[str, Any]]:
-    """The first records of a file, decoded one by one (errors skipped)."""
+def _sample(path: Path, kind: str, max_record: int) -> list[dict[str, Any]]:
+    """The first records of a file that decode as objects (bad lines skipped), read
+    through the same bounded block reader as the main pass."""
+    out: list[dict[str, Any]] = []
     if kind == "parquet":
         for b in read_parquet(path, 0, None, ReadTally(), batch=SAMPLE):
             return list(b.dicts or [])
-        return []
+        return out
     if kind == "json-array":
-        out: list[dict[str, Any]] = []
-        for b in read_json_array(path, 0, ReadTally(), 16 << 20, batch=SAMPLE):
-            out.extend(b.dicts or [])
-            break
+        for b in read_json_array(path, 0, ReadTally(), max_record, batch=SAMPLE):
+            return list(b.dicts or [])
         return out
     with open(path, "rb") as f:
-        head = f.read(1 << 20)
-    out = []
-    for line in head.split(b"\n")[:-1] or [head]:
-        try:
-            rec = msgspec.json.decode(line.removeprefix(b"\xef\xbb\xbf"))
-        except msgspec.DecodeError:
-            continue
-        if type(rec) is dict:
-            out.append(rec)
-        if len(out) >= SAMPLE:
-            break
+        for _, body in line_blocks(f, 0, ReadTally(), max_record):
+            for line in body.split(b"\n"):
+                try:
+                    rec = msgspec.json.decode(line)
+                except msgspec.DecodeError:
+                    continue
+                if type(rec) is dict:
+                    out.append(rec)
+                if len(out) >= SAMPLE:
+                    return out
     return out
 
 
@@ -159,7 +159,7 @@ def measure_dataset(path: Path, text_field: str | None = None, max_record: int =
     kinds = [file_kind(f) for f in files]
     sample: list[dict[str, Any]] = []
     for f, k in zip(files, kinds, strict=False):
-        sample = _sample(f, k)
+        sample = _sample(f, k, max_record)
         if sample:
             break
     if kinds[0] == "parquet" and not sample:
@@ -168,8 +168,10 @@ def measure_dataset(path: Path, text_field: str | None = None, max_record: int =
     base = dict(path=str(path), files=tuple(map(str, files)), kinds=tuple(kinds),
                 shape=shape, fields=tuple(fields_seen(sample)))
     tally = ReadTally()
-    if shape is None:
+    if shape is None and sample:
         return DatasetMeasurement(records=0, judged=0, read=tally, **base)  # type: ignore[arg-type]
+    # No record decoded at all: still read everything, so the report can say what the lines are.
+    shape = shape or Shape("text", ("text",))
     inspector = Inspector(shape, want_units=visitor is not None)
     table = DigestTable()
     records = judged = 0

@@ -118,7 +118,7 @@ def file_kind(path: Path) -> str:
 # ---------------------------------------------------------------- JSON Lines
 
 
-def _blocks(f: Any, file_index: int, tally: ReadTally, max_record: int) -> Iterator[tuple[int, bytes]]:
+def line_blocks(f: Any, file_index: int, tally: ReadTally, max_record: int) -> Iterator[tuple[int, bytes]]:
     """(first line number, complete lines without the final newline); a line longer
     than `max_record` is skipped up to its newline and counted, never buffered."""
     line_no, carry, skipping, first = 1, b"", False, True
@@ -187,7 +187,7 @@ def read_jsonl(path: Path, file_index: int, field_name: str | None, tally: ReadT
     else:
         fast = msgspec.json.Decoder(list[dict])
     with open(path, "rb") as f:
-        for line0, body in _blocks(f, file_index, tally, max_record):
+        for line0, body in line_blocks(f, file_index, tally, max_record):
             n = body.count(b"\n") + 1
             try:
                 recs = fast.decode(b"[" + body.replace(b"\n", b",") + b"]")

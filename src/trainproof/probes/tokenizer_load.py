@@ -63,6 +63,9 @@ class Tokenizer:
     def pieces(self, text: str) -> list[Piece]:
         raise NotImplementedError
 
+    def pieces_batch(self, texts: Sequence[str]) -> list[list[Piece]]:
+        return [self.pieces(t) for t in texts]
+
     def is_byte(self, token_id: int) -> bool:
         raise NotImplementedError
 
@@ -128,8 +131,11 @@ class HFTokenizer(Tokenizer):
         return [e.ids for e in self.tok.encode_batch(list(texts), add_special_tokens=special)]
 
     def pieces(self, text: str) -> list[Piece]:
-        e = self.tok.encode(text, add_special_tokens=False)
-        return [Piece(i, a, b) for i, (a, b) in zip(e.ids, e.offsets, strict=False)]
+        return self.pieces_batch([text])[0]
+
+    def pieces_batch(self, texts: Sequence[str]) -> list[list[Piece]]:
+        out = self.tok.encode_batch(list(texts), add_special_tokens=False)
+        return [[Piece(i, a, b) for i, (a, b) in zip(e.ids, e.offsets, strict=True)] for e in out]
 
     def is_byte(self, token_id: int) -> bool:
         t = self.tok.id_to_token(token_id) or ""
@@ -171,19 +177,34 @@ class SPTokenizer(Tokenizer):
         return self.sp.encode(list(texts))
 
     def pieces(self, text: str) -> list[Piece]:
-        """Offsets from the proto: SentencePiece returns an unknown span as its original
-        surface, so the unknown characters are counted through the id, not the text."""
-        proto = self.sp.encode(text, out_type="immutable_proto")
-        raw = text.encode("utf-8")
-        out = []
-        for p in proto.pieces:
-            a = len(raw[: p.begin].decode("utf-8", "ignore"))
-            b = a + len(raw[p.begin: p.end].decode("utf-8", "ignore"))
-            out.append(Piece(p.id, a, b))
-        return out
+        return self.pieces_batch([text])[0]
+
+    def pieces_batch(self, texts: Sequence[str]) -> list[list[Piece]]:
+        """Ids and offsets from the proto: SentencePiece returns an unknown span as its
+        original surface, so unknown characters are counted through the id, not the text."""
+        try:
+            protos = self.sp.encode(list(texts), return_type="proto")
+        except TypeError:  # sentencepiece < 0.2.1 names it out_type="immutable_proto"
+            protos = [self.sp.encode(t, out_type="immutable_proto") for t in texts]
+        return [_char_pieces(t, p.pieces) for t, p in zip(texts, protos, strict=True)]
 
     def is_byte(self, token_id: int) -> bool:
         return bool(self.sp.is_byte(token_id))
+
+
+def _char_pieces(text: str, pieces: Any) -> list[Piece]:
+    """Proto pieces carry UTF-8 byte offsets; reports speak in characters."""
+    if text.isascii():
+        return [Piece(p.id, p.begin, p.end) for p in pieces]
+    char_at = [0] * (len(text.encode("utf-8")) + 1)
+    pos = 0
+    for i, ch in enumerate(text):
+        n = len(ch.encode("utf-8"))
+        for k in range(n):
+            char_at[pos + k] = i
+        pos += n
+    char_at[pos] = len(text)
+    return [Piece(p.id, char_at[p.begin], char_at[p.end]) for p in pieces]
 
 
 def _transformers_tokenizer(path: Path | str) -> Any:
