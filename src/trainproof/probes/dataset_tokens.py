@@ -107,6 +107,9 @@ class TokenVisitor:
         self.counts.lengths.append(np.array([len(ids)], dtype=np.int32))
         trainable = sum(max(0, min(b, self.limit) - a) for a, b in spans)
         last = msgs[-1]["content"] if msgs and msgs[-1]["role"] == "assistant" else None
-        tail = full_text[full_text.rfind(last) + len(last):] if last else ""
-        ends = bool(self.eos) and self.eos in tail  # type: ignore[operator]
+        if last is None:  # no final answer: judged by TP-PRE-CHAT-LAST-NOT-ASSISTANT, not here
+            ends = True
+        else:
+            tail = full_text[full_text.rfind(last) + len(last):]
+            ends = bool(self.eos) and self.eos in tail  # type: ignore[operator]
         self._record(len(ids), int(trainable), ends, w)
