@@ -9,6 +9,7 @@ Parquet) into one int, so a digest table can point back at records cheaply."""
 from __future__ import annotations
 
 import json
+import operator
 import os
 import stat
 from collections.abc import Iterator
@@ -181,6 +182,7 @@ def read_jsonl(path: Path, file_index: int, field_name: str | None, tally: ReadT
     decode in one C call straight to a list of strings (the fast path)."""
     one = msgspec.json.Decoder()
     fast: msgspec.json.Decoder
+    get = operator.attrgetter(field_name or "")
     if field_name is not None:
         struct = msgspec.defstruct("Rec", [(field_name, str)])
         fast = msgspec.json.Decoder(list[struct])
@@ -198,7 +200,7 @@ def read_jsonl(path: Path, file_index: int, field_name: str | None, tally: ReadT
                 continue
             wheres = list(range(where(file_index, line0), where(file_index, line0) + n))
             if field_name is not None:
-                yield Batch(wheres, texts=[getattr(r, field_name) for r in recs])
+                yield Batch(wheres, texts=list(map(get, recs)))
             else:
                 yield Batch(wheres, dicts=recs)
 

@@ -6,6 +6,7 @@ exact duplicates matter (its "key") and counts what is wrong with its shape."""
 
 from __future__ import annotations
 
+import keyword
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +27,8 @@ class Shape:
     @property
     def single_text_field(self) -> str | None:
         """The field the fast path decodes, for shapes that are one string per record."""
-        return self.fields[0] if self.kind == TEXT else None
+        f = self.fields[0]
+        return f if self.kind == TEXT and f.isidentifier() and not keyword.iskeyword(f) else None
 
     def describe(self) -> str:
         return f"{self.kind} ({', '.join(self.fields)})"
