@@ -42,7 +42,13 @@ def test_clean_text_dataset_passes_and_says_what_ran(tmp_path, capsys):
     assert "TP-PRE-OK" in ids(doc)
 
 
-def test_planted_faults_are_counted_exactly(tmp_path, capsys):
+@pytest.mark.parametrize("decoder", ["msgspec", "without msgspec"])
+def test_planted_faults_are_counted_exactly(tmp_path, capsys, monkeypatch, decoder):
+    if decoder != "msgspec":
+        from trainproof.probes import dataset_read
+
+        monkeypatch.setattr(dataset_read, "msgspec", None)
+        monkeypatch.setattr(dataset_read, "_ANY", None)
     recs = [{"text": "alpha"}, {"text": ""}, {"text": "beta"}, {"text": "alpha"}, {"text": " \t"},
             {"text": "alpha"}, {"text": ""}, {"text": "gamma"}]
     p = write_jsonl(tmp_path / "d.jsonl", recs)
@@ -70,7 +76,13 @@ def test_generated_dataset_matches_its_truth_file(tmp_path, capsys):
     assert found["TP-PRE-DUPLICATE-TEXT"]["values"]["distinct_with_blank"] == truth["distinct_duped_texts"]
 
 
-def test_malformed_lines_invalid_utf8_and_non_objects(tmp_path, capsys):
+@pytest.mark.parametrize("decoder", ["msgspec", "without msgspec"])
+def test_malformed_lines_invalid_utf8_and_non_objects(tmp_path, capsys, monkeypatch, decoder):
+    if decoder != "msgspec":  # msgspec is optional: the orjson/json path must judge alike
+        from trainproof.probes import dataset_read
+
+        monkeypatch.setattr(dataset_read, "msgspec", None)
+        monkeypatch.setattr(dataset_read, "_ANY", None)
     p = tmp_path / "d.jsonl"
     p.write_bytes(b'{"text": "ok one"}\n{"text": "cut\n\n{"text": "bad \xff byte"}\n[1, 2]\n{"text": "ok two"}\n')
     code, doc = run_json(capsys, str(p))

@@ -69,4 +69,4 @@ def test_duplicates_compare_decoded_text_not_json_escapes(tmp_path, capsys):
     p = tmp_path / "d.jsonl"
     p.write_text('{"text": "caf\\u00e9 a/b"}\n{"text": "café a\\/b"}\n{"text": "other"}\n', encoding="utf-8")
     code, doc = run_json(capsys, str(p))
-    assert ids(doc)["TP-PRE-DUPLICATE-TEXT"]["values"]["first"] == "line 2 = line 1"
+    assert code == 0 and ids(doc)["TP-PRE-DUPLICATE-TEXT"]["values"]["first"] == "line 2 = line 1"

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import numpy as np
 
 from trainproof.probes.dataset_read import (
     Batch,
     ReadTally,
+    decode_line,
     file_kind,
     line_blocks,
     parquet_columns,
@@ -133,8 +133,8 @@ def _sample(path: Path, kind: str, max_record: int) -> list[dict[str, Any]]:
         for _, body in line_blocks(f, 0, ReadTally(), max_record):
             for line in body.split(b"\n"):
                 try:
-                    rec = msgspec.json.decode(line)
-                except msgspec.DecodeError:
+                    rec = decode_line(line)
+                except ValueError:
                     continue
                 if type(rec) is dict:
                     out.append(rec)

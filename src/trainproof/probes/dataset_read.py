@@ -17,14 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from trainproof.model import InputError
+from trainproof.parsers.jsonutil import loads
+
+try:
+    import msgspec
+except ImportError:  # optional speed-up: orjson or the standard library decode instead
+    msgspec = None  # type: ignore[assignment]
 
 BLOCK = 4 << 20  # bytes read per step: large enough for C-speed decoding, small for memory
 WHERE_BITS = 40  # a shard holds up to 2**40 lines; up to 2**23 shards
 SUFFIXES = (".jsonl", ".ndjson", ".json", ".parquet")
 _BOM = b"\xef\xbb\xbf"
+_ANY = msgspec.json.Decoder() if msgspec is not None else None
 
 
 def where(file_index: int, pos: int) -> int:
@@ -109,8 +114,8 @@ def file_kind(path: Path) -> str:
     if body.startswith(b"{") and path.suffix.lower() == ".json" and b"\n" in body:
         first = body.split(b"\n", 1)[0].strip()
         try:
-            msgspec.json.decode(first)
-        except msgspec.DecodeError:
+            decode_line(first)
+        except ValueError:
             raise InputError(f"{path}: a single JSON object spread over lines, not records; "
                              "expected JSONL (one record per line) or a JSON array") from None
     return "jsonl"
@@ -153,8 +158,17 @@ def line_blocks(f: Any, file_index: int, tally: ReadTally, max_record: int) -> I
         yield line_no, carry
 
 
-def _decode_lines(body: bytes, line0: int, file_index: int, one: msgspec.json.Decoder,
-                  tally: ReadTally) -> Batch:
+def decode_line(line: bytes) -> Any:
+    """One JSON value; ValueError (with the decoder's reason) when it is not one."""
+    if msgspec is not None:
+        try:
+            return _ANY.decode(line)
+        except msgspec.DecodeError as exc:
+            raise ValueError(str(exc)) from None
+    return loads(line)
+
+
+def _decode_lines(body: bytes, line0: int, file_index: int, tally: ReadTally) -> Batch:
     """Line by line: the slow path, taken only for blocks with a bad or blank line."""
     wheres: list[int] = []
     dicts: list[Any] = []
@@ -164,9 +178,9 @@ def _decode_lines(body: bytes, line0: int, file_index: int, one: msgspec.json.De
             continue
         w = where(file_index, line0 + i)
         try:
-            rec = one.decode(line)
-        except msgspec.DecodeError as exc:
-            tally.bad(w, str(exc))
+            rec = decode_line(line)
+        except ValueError as exc:  # UnicodeDecodeError is a ValueError too
+            tally.bad(w, str(exc).splitlines()[0][:160])
             continue
         if type(rec) is not dict:
             tally.bad(w, f"a JSON {type(rec).__name__}, not an object")
@@ -176,33 +190,55 @@ def _decode_lines(body: bytes, line0: int, file_index: int, one: msgspec.json.De
     return Batch(wheres, dicts=dicts)
 
 
+class _BlockDecoder:
+    """Decodes a block of n lines in one C call by making it a JSON array; returns the
+    field's strings (fast path) or the records, or None when any line is not a clean
+    record (the caller then goes line by line). msgspec when installed, else orjson or
+    the standard library."""
+
+    def __init__(self, field_name: str | None) -> None:
+        self.field = field_name
+        self.typed = None
+        if msgspec is not None:
+            item = msgspec.defstruct("Rec", [(field_name, str)]) if field_name else dict
+            self.typed = msgspec.json.Decoder(list[item])  # type: ignore[valid-type]
+
+    def __call__(self, body: bytes, n: int) -> list[Any] | None:
+        buf = b"[" + body.replace(b"\n", b",") + b"]"
+        if self.typed is not None:
+            try:
+                recs = self.typed.decode(buf)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                return None
+            if len(recs) != n:
+                return None
+            return list(map(operator.attrgetter(self.field), recs)) if self.field else recs
+        try:
+            recs = loads(buf)
+        except ValueError:
+            return None
+        if len(recs) != n or not all(type(r) is dict for r in recs):
+            return None
+        if not self.field:
+            return recs
+        texts = [r.get(self.field) for r in recs]
+        return texts if all(type(t) is str for t in texts) else None
+
+
 def read_jsonl(path: Path, file_index: int, field_name: str | None, tally: ReadTally,
                max_record: int) -> Iterator[Batch]:
     """With `field_name`, blocks whose every line is an object with that string field
-    decode in one C call straight to a list of strings (the fast path)."""
-    one = msgspec.json.Decoder()
-    fast: msgspec.json.Decoder
-    get = operator.attrgetter(field_name or "")
-    if field_name is not None:
-        struct = msgspec.defstruct("Rec", [(field_name, str)])
-        fast = msgspec.json.Decoder(list[struct])
-    else:
-        fast = msgspec.json.Decoder(list[dict])
+    decode straight to a list of strings (the fast path)."""
+    decode = _BlockDecoder(field_name)
     with open(path, "rb") as f:
         for line0, body in line_blocks(f, file_index, tally, max_record):
             n = body.count(b"\n") + 1
-            try:
-                recs = fast.decode(b"[" + body.replace(b"\n", b",") + b"]")
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                recs = None
-            if recs is None or len(recs) != n:
-                yield _decode_lines(body, line0, file_index, one, tally)
+            recs = decode(body, n)
+            if recs is None:
+                yield _decode_lines(body, line0, file_index, tally)
                 continue
             wheres = list(range(where(file_index, line0), where(file_index, line0) + n))
-            if field_name is not None:
-                yield Batch(wheres, texts=list(map(get, recs)))
-            else:
-                yield Batch(wheres, dicts=recs)
+            yield Batch(wheres, texts=recs) if field_name else Batch(wheres, dicts=recs)
 
 
 # ---------------------------------------------------------------- JSON arrays

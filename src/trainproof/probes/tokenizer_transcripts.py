@@ -16,10 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import msgspec
-
 from trainproof.model import InputError
-from trainproof.probes.dataset_read import require_regular
+from trainproof.probes.dataset_read import decode_line, require_regular
 
 TEXT_KEYS = ("text", "transcript", "sentence", "normalized_text", "transcription")
 DURATION_KEYS = ("duration", "duration_s", "audio_duration", "seconds")
@@ -106,12 +104,12 @@ def _parse(raw: bytes, i: int, tally: TranscriptTally) -> Transcript | None:
             if tally.format == "ljspeech":
                 text = text.split("|")[-1]
             return Transcript(i, text, None)
-        rec = msgspec.json.decode(raw.removeprefix(b"\xef\xbb\xbf"))
+        rec = decode_line(raw.removeprefix(b"\xef\xbb\xbf"))
     except UnicodeDecodeError:
         tally.skip(i, "invalid UTF-8")
         return None
-    except msgspec.DecodeError as exc:
-        tally.skip(i, f"invalid JSON: {exc}")
+    except ValueError as exc:
+        tally.skip(i, f"invalid JSON: {exc}".splitlines()[0])
         return None
     if not isinstance(rec, dict):
         tally.skip(i, "not a JSON object")

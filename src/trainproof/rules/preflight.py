@@ -4,13 +4,12 @@ probes/dataset_tokens.py; every rule is declared here once."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import msgspec
 
 from trainproof.model import Finding, Level, Location, Skip, SkipKind
 from trainproof.probes.dataset import DatasetMeasurement
@@ -519,7 +518,7 @@ def _example(data: Mapping[str, Any]) -> set[str]:
     from trainproof.engine import apply
     from trainproof.probes.dataset import measure_dataset
 
-    lines = data.get("lines") or [msgspec.json.encode(r).decode() for r in data["records"]]
+    lines = data.get("lines") or [json.dumps(r) for r in data["records"]]
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "example.jsonl"
         p.write_text("\n".join(lines) + "\n", encoding="utf-8")
