@@ -1,16 +1,17 @@
 """Measures a fine-tuning dataset in one streaming pass: records read, records that
 would not parse, the shape's problems, and exact duplicates.
 
-Duplicates are found from an 8-byte digest per record (the first 8 bytes of the
-SHA-1 of its UTF-8 content), never from the texts: memory is 16 bytes per record
-(digest + position) whatever the text length. SHA-1 is used for speed, not for
-security: CPUs with SHA extensions hash it faster than BLAKE2b. Two different
-texts share a 64-bit digest with probability about n^2 / 2^65 (3e-8 for a
-million records), so the count is exact in practice."""
+Duplicates are found from a 64-bit digest per record, never from the texts:
+memory is 16 bytes per record (digest + position) whatever the text length.
+The digest is Python's own string hash (SipHash-1-3, 64 bits on 64-bit builds),
+computed in C over the decoded text with no re-encoding - about twice as fast as
+UTF-8 encoding plus SHA-1 or BLAKE2b, which dominated the whole pass. Equal texts
+always get equal digests; two different texts share one with probability about
+n^2 / 2^65 (3e-8 for a million records). Python keys the hash per process, so
+such a collision, if it ever happened, would not repeat on the next run."""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import operator
 import time
@@ -36,10 +37,6 @@ from trainproof.probes.dataset_read import (
 )
 from trainproof.probes.dataset_shape import Inspector, Shape, Tally, Unit, detect_shape, fields_seen
 
-_ENCODE = operator.methodcaller("encode", "utf-8", "surrogatepass")
-_HASH = hashlib.sha1
-_DIGEST_BYTES = 20
-_DIGEST = operator.methodcaller("digest")
 SAMPLE = 64  # records read up front to detect the shape
 
 
@@ -64,8 +61,7 @@ class DigestTable:
     def add(self, keys: list[str], wheres: list[int]) -> list[int]:
         """Hash a block of keys (C calls only, no Python per record); returns the
         indices of the blank keys."""
-        full = np.frombuffer(b"".join(map(_DIGEST, map(_HASH, map(_ENCODE, keys)))), dtype=np.uint8)
-        digests = full.reshape(-1, _DIGEST_BYTES)[:, :8].copy().view("<u8").ravel()
+        digests = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys))
         self._digests.append(digests)
         self._wheres.append(np.asarray(wheres, dtype=np.int64))
         blank = list(itertools.compress(range(len(keys)), map(operator.not_, map(str.strip, keys))))
@@ -93,7 +89,7 @@ class DigestTable:
         first = starts[np.searchsorted(starts, pos, side="right") - 1]
         later, earlier = w[order[pos]], w[order[first]]
         pick = np.argsort(later, kind="stable")[: self.keep]
-        _, counts = np.unique(np.asarray(self._blank, dtype=np.uint64), return_counts=True)
+        _, counts = np.unique(np.asarray(self._blank, dtype=np.int64), return_counts=True)
         return Duplicates(n_dup, int((counts - 1).sum()), distinct, int(np.count_nonzero(counts > 1)),
                           tuple((int(later[i]), int(earlier[i])) for i in pick))
 
@@ -130,7 +126,7 @@ def _sample(path: Path, kind: str, max_record: int) -> list[dict[str, Any]]:
             return list(b.dicts or [])
         return out
     with open(path, "rb") as f:
-        for _, body in line_blocks(f, 0, ReadTally(), max_record):
+        for _, body, _ in line_blocks(f, 0, ReadTally(), max_record):
             for line in body.split(b"\n"):
                 try:
                     rec = decode_line(line)

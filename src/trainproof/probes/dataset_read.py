@@ -124,9 +124,11 @@ def file_kind(path: Path) -> str:
 # ---------------------------------------------------------------- JSON Lines
 
 
-def line_blocks(f: Any, file_index: int, tally: ReadTally, max_record: int) -> Iterator[tuple[int, bytes]]:
-    """(first line number, complete lines without the final newline); a line longer
-    than `max_record` is skipped up to its newline and counted, never buffered."""
+def line_blocks(f: Any, file_index: int, tally: ReadTally,
+                max_record: int) -> Iterator[tuple[int, bytes, int]]:
+    """(first line number, complete lines without the final newline, number of lines);
+    a line longer than `max_record` is skipped up to its newline and counted, never
+    buffered. Each byte is copied once: carry + the block up to its last newline."""
     line_no, carry, skipping, first = 1, b"", False, True
     while block := f.read(BLOCK):
         tally.bytes_read += len(block)
@@ -146,16 +148,17 @@ def line_blocks(f: Any, file_index: int, tally: ReadTally, max_record: int) -> I
                     skipping = True
                     continue
                 block, line_no = block[nl + 1:], line_no + 1
-        data = carry + block if carry else block
-        cut = data.rfind(b"\n")
+        cut = block.rfind(b"\n")
         if cut < 0:
-            carry = data
-        else:
-            body, carry = data[:cut], data[cut + 1:]
-            yield line_no, body
-            line_no += body.count(b"\n") + 1
+            carry += block
+            continue
+        body = carry + block[:cut] if carry else block[:cut]
+        carry = block[cut + 1:]
+        n = body.count(b"\n") + 1
+        yield line_no, body, n
+        line_no += n
     if carry and not skipping:
-        yield line_no, carry
+        yield line_no, carry, carry.count(b"\n") + 1
 
 
 def decode_line(line: bytes) -> Any:
@@ -204,7 +207,7 @@ class _BlockDecoder:
             self.typed = msgspec.json.Decoder(list[item])  # type: ignore[valid-type]
 
     def __call__(self, body: bytes, n: int) -> list[Any] | None:
-        buf = b"[" + body.replace(b"\n", b",") + b"]"
+        buf = b"".join((b"[", body.replace(b"\n", b","), b"]"))
         if self.typed is not None:
             try:
                 recs = self.typed.decode(buf)
@@ -231,8 +234,7 @@ def read_jsonl(path: Path, file_index: int, field_name: str | None, tally: ReadT
     decode straight to a list of strings (the fast path)."""
     decode = _BlockDecoder(field_name)
     with open(path, "rb") as f:
-        for line0, body in line_blocks(f, file_index, tally, max_record):
-            n = body.count(b"\n") + 1
+        for line0, body, n in line_blocks(f, file_index, tally, max_record):
             recs = decode(body, n)
             if recs is None:
                 yield _decode_lines(body, line0, file_index, tally)

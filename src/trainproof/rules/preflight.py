@@ -185,7 +185,7 @@ DUPLICATE = rule(
     fix="Deduplicate (exact first; near-duplicates need MinHash or similar, not checked here).",
     fires=Example({"records": [{"text": "a"}, {"text": "b"}, {"text": "a"}]}),
     passes=Example({"records": [{"text": "a"}, {"text": "b"}, {"text": "c"}]}),
-    limits="Counts exact copies only, by an 8-byte BLAKE2b digest of the content; near "
+    limits="Counts exact copies only, by a 64-bit hash of the decoded content; near "
     "duplicates (a changed word) are not found. Copies of empty texts are reported by "
     "TP-PRE-EMPTY-TEXT and counted here only in the values (dup_records_with_blank).",
 )
