@@ -70,3 +70,32 @@ def test_duplicates_compare_decoded_text_not_json_escapes(tmp_path, capsys):
     p.write_text('{"text": "caf\\u00e9 a/b"}\n{"text": "café a\\/b"}\n{"text": "other"}\n', encoding="utf-8")
     code, doc = run_json(capsys, str(p))
     assert code == 0 and ids(doc)["TP-PRE-DUPLICATE-TEXT"]["values"]["first"] == "line 2 = line 1"
+
+
+def test_arrow_directory_as_save_to_disk_writes_it(tmp_path, capsys):
+    """datasets.save_to_disk writes Arrow IPC streams plus JSON metadata files; the
+    metadata are not records. (datasets is not installed here: pyarrow's stream writer
+    is the one it uses.)"""
+    import pyarrow as pa
+
+    t = pa.table({"text": ["alpha", "beta", "alpha", " "], "id": [1, 2, 3, 4]})
+    with pa.OSFile(str(tmp_path / "data-00000-of-00001.arrow"), "wb") as sink, \
+            pa.ipc.new_stream(sink, t.schema) as w:
+        w.write_table(t)
+    (tmp_path / "dataset_info.json").write_text('{\n  "features": {}\n}\n')
+    (tmp_path / "state.json").write_text('{\n  "_data_files": []\n}\n')
+    code, doc = run_json(capsys, str(tmp_path))
+    f = ids(doc)
+    assert code == 1 and doc["reports"][0]["format"] == "arrow"
+    assert f["TP-PRE-DUPLICATE-TEXT"]["values"]["first"] == "row 3 = row 1"
+    assert f["TP-PRE-EMPTY-TEXT"]["values"]["count"] == 1
+
+
+def test_json_array_with_an_element_too_long_to_read(tmp_path, capsys):
+    p = tmp_path / "big.json"
+    with open(p, "w") as f:
+        f.write('[{"text": "ok"},\n{"text": "' + "z" * (17 << 20) + '"}, {"text": "never reached"}]')
+    code, doc = run_json(capsys, str(p))
+    f = ids(doc)
+    assert f["TP-PRE-OVERSIZED-RECORD"]["location"]["line"] == 2
+    assert doc["reports"][0]["records"] == 2 and code == 0

@@ -29,6 +29,7 @@ from trainproof.probes.dataset_read import (
     file_kind,
     line_blocks,
     parquet_columns,
+    read_arrow,
     read_json_array,
     read_jsonl,
     read_parquet,
@@ -125,6 +126,10 @@ def _sample(path: Path, kind: str, max_record: int) -> list[dict[str, Any]]:
         for b in read_json_array(path, 0, ReadTally(), max_record, batch=SAMPLE):
             return list(b.dicts or [])
         return out
+    if kind == "arrow":
+        for b in read_arrow(path, 0, None, ReadTally()):
+            return list(b.dicts or [])[:SAMPLE]
+        return out
     with open(path, "rb") as f:
         for _, body, _ in line_blocks(f, 0, ReadTally(), max_record):
             for line in body.split(b"\n"):
@@ -145,6 +150,8 @@ def _batches(path: Path, kind: str, index: int, shape: Shape, tally: ReadTally,
         return read_parquet(path, index, list(shape.fields), tally)
     if kind == "json-array":
         return read_json_array(path, index, tally, max_record)
+    if kind == "arrow":
+        return read_arrow(path, index, list(shape.fields), tally)
     return read_jsonl(path, index, shape.single_text_field, tally, max_record)
 
 

@@ -27,7 +27,9 @@ except ImportError:  # optional speed-up: orjson or the standard library decode 
 
 BLOCK = 4 << 20  # bytes read per step: large enough for C-speed decoding, small for memory
 WHERE_BITS = 40  # a shard holds up to 2**40 lines; up to 2**23 shards
-SUFFIXES = (".jsonl", ".ndjson", ".json", ".parquet")
+SUFFIXES = (".jsonl", ".ndjson", ".json", ".parquet", ".arrow")
+# What `datasets.save_to_disk` writes beside the data: metadata, not records.
+METADATA = frozenset({"dataset_info.json", "state.json", "dataset_dict.json"})
 _BOM = b"\xef\xbb\xbf"
 _ANY = msgspec.json.Decoder() if msgspec is not None else None
 
@@ -91,10 +93,10 @@ def require_regular(path: Path) -> os.stat_result:
 def shard_files(path: Path) -> list[Path]:
     """The dataset's files: the file itself, or the dataset shards under a directory."""
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix.lower() in SUFFIXES
+        files = sorted(p for p in path.rglob("*") if p.suffix.lower() in SUFFIXES and p.name not in METADATA
                        and not any(part.startswith(".") for part in p.relative_to(path).parts))
         if not files:
-            raise InputError(f"{path}: no dataset files (*.jsonl, *.json, *.parquet) in this directory")
+            raise InputError(f"{path}: no dataset files (*.jsonl, *.json, *.parquet, *.arrow) in this directory")
         return files
     require_regular(path)
     return [path]
@@ -106,6 +108,8 @@ def file_kind(path: Path) -> str:
         head = f.read(4096)
     if head.startswith(b"PAR1"):
         return "parquet"
+    if path.suffix.lower() == ".arrow" or head.startswith(b"ARROW1"):
+        return "arrow"
     if b"\x00" in head:
         raise InputError(f"{path}: binary content (NUL bytes); expected JSONL, a JSON array or Parquet")
     body = head.removeprefix(_BOM).lstrip()
@@ -283,11 +287,16 @@ def read_json_array(path: Path, file_index: int, tally: ReadTally, max_record: i
             try:
                 obj, end = dec.raw_decode(text, pos)
             except json.JSONDecodeError as exc:
-                if not eof and len(text) - pos <= max_record and more():
+                if len(text) - pos > max_record:
+                    tally.too_long(where(file_index, line))
+                    break  # the rest of the array cannot be found without reading that element
+                if not eof and more():
                     continue  # the element runs past the window: widen it and retry
                 tally.bad(where(file_index, line), f"invalid JSON: {exc.msg}")
                 break  # an array cannot be resynchronised after a syntax error
-            if type(obj) is dict:
+            if end - pos > max_record:  # read whole within one window more; still not a record
+                tally.too_long(where(file_index, line))
+            elif type(obj) is dict:
                 wheres.append(where(file_index, line))
                 dicts.append(obj)
             else:
@@ -322,6 +331,32 @@ def read_parquet(path: Path, file_index: int, columns: list[str] | None, tally: 
             row += len(rows)
     except (OSError, ValueError) as exc:  # pyarrow raises ArrowInvalid (a ValueError) on corrupt files
         raise InputError(f"{path}: unreadable Parquet: {exc}".splitlines()[0]) from None
+
+
+def read_arrow(path: Path, file_index: int, columns: list[str] | None, tally: ReadTally) -> Iterator[Batch]:
+    """Arrow IPC, as `datasets.save_to_disk` writes it (stream format; the file format too)."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        raise InputError(f"{path}: reading Arrow needs pyarrow (pip install pyarrow)") from None
+    try:
+        with pa.memory_map(str(path)) as source:
+            try:
+                reader = pa.ipc.open_stream(source)
+            except pa.ArrowInvalid:
+                source.seek(0)
+                reader = pa.ipc.open_file(source)
+                reader = (reader.get_batch(i) for i in range(reader.num_record_batches))
+            row = 1
+            for rb in reader:
+                if columns:
+                    rb = rb.select([c for c in columns if c in rb.schema.names])
+                tally.bytes_read += rb.nbytes
+                rows = rb.to_pylist()
+                yield Batch(list(range(where(file_index, row), where(file_index, row) + len(rows))), dicts=rows)
+                row += len(rows)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: unreadable Arrow file: {exc}".splitlines()[0]) from None
 
 
 def parquet_columns(path: Path) -> list[str]:

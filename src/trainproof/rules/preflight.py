@@ -35,7 +35,7 @@ class Preflight:
 def place(m: DatasetMeasurement, w: int) -> str:
     """A record's position as a user finds it: `line 12`, or `shard.jsonl:12` across shards."""
     fi, pos = unpack(w)
-    unit = "row" if m.kinds[fi] == "parquet" else "line"
+    unit = "row" if m.kinds[fi] in ("parquet", "arrow") else "line"
     return f"{Path(m.files[fi]).name}:{pos}" if len(m.files) > 1 else f"{unit} {pos}"
 
 
@@ -43,7 +43,7 @@ def location(m: DatasetMeasurement, w: int | None) -> Location:
     if w is None:
         return Location(m.files[0] if len(m.files) == 1 else m.path)
     fi, pos = unpack(w)
-    return Location(m.files[fi], line=None if m.kinds[fi] == "parquet" else pos)
+    return Location(m.files[fi], line=None if m.kinds[fi] in ("parquet", "arrow") else pos)
 
 
 def _first(m: DatasetMeasurement, t: Tally, with_detail: bool = True) -> str:
@@ -85,7 +85,8 @@ NO_RECORDS = rule(
     summary="Nothing could be read as a record (an empty file, or no line parsed); exit 2.",
     why="An empty dataset is not a safe dataset: a PASS would be a lie, and a FAIL would blame "
     "data that is simply not there.",
-    fix="Check the path; preflight reads JSONL, a JSON array of objects, Parquet, or a directory of those.",
+    fix="Check the path; preflight reads JSONL, a JSON array of objects, Parquet, Arrow "
+    "(datasets.save_to_disk), or a directory of those.",
 )
 
 UNKNOWN_SHAPE = rule(
