@@ -107,7 +107,7 @@ class TokenVisitor:
         self.counts.lengths.append(np.array([len(ids)], dtype=np.int32))
         trainable = sum(max(0, min(b, self.limit) - a) for a, b in spans)
         last = msgs[-1]["content"] if msgs and msgs[-1]["role"] == "assistant" else None
-        if last is None:  # no final answer: judged by TP-PRE-CHAT-LAST-NOT-ASSISTANT, not here
+        if not (last or "").strip():  # no final answer: judged by the chat rules, not here
             ends = True
         else:
             tail = full_text[full_text.rfind(last) + len(last):]
