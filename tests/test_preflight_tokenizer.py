@@ -148,3 +148,15 @@ def test_sarif_points_at_the_dataset_lines(tmp_path, capsys, monkeypatch):
     empty = next(r for r in results if r["ruleId"] == "TP-PRE-EMPTY-TEXT")
     loc = empty["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"]["uri"] == "d.jsonl" and loc["region"]["startLine"] == 2
+
+
+def test_sentencepiece_model_roles(tmp_path, capsys):
+    from test_tokenizer import train_spm
+
+    model = train_spm(tmp_path / "sp")  # SentencePiece defaults: unk 0, bos 1, eos 2, no pad
+    p = write_jsonl(tmp_path / "d.jsonl", [{"text": s} for s in corpus(5)])
+    code, doc = run_json(capsys, str(p), "--tokenizer", str(model), "--max-len", "64")
+    f = ids(doc)
+    assert code == 0
+    assert "TP-PRE-MISSING-PAD-TOKEN" in f and "TP-PRE-MISSING-EOS-TOKEN" not in f
+    assert f["TP-PRE-NO-EOS-APPEND"]["values"]["count"] == 5  # SentencePiece appends nothing
