@@ -48,7 +48,6 @@ class TokenVisitor:
         self.tok = tok
         self.counts = TokenCounts(max_len=max_len)
         self.limit = max_len if max_len is not None else math.inf
-        self.eos_id = tok.special.eos_id
         self.eos = tok.special.eos
 
     def __call__(self, units: list[Unit], wheres: list[int]) -> None:
@@ -76,17 +75,19 @@ class TokenVisitor:
             c.longest, c.longest_where = length, w
 
     def _plain(self, units: list[Unit], wheres: list[int]) -> None:
-        full = self.tok.encode([u.prompt + u.target for u in units])
+        """Only lengths are taken from the tokenizer (no id lists): EOS at the end is
+        either appended by the tokenizer's post-processor or written in the text."""
+        full = self.tok.lengths([u.prompt + u.target for u in units])
         prompts = [u.prompt for u in units if u.prompt]
-        encoded = iter(self.tok.encode(prompts) if prompts else [])
+        prompt_lengths = iter(self.tok.lengths(prompts) if prompts else [])
         trail = 1 if self.tok.special.adds_eos else 0
-        lengths = np.fromiter((len(ids) for ids in full), dtype=np.int32, count=len(full))
-        self.counts.lengths.append(lengths)
-        for u, ids, w in zip(units, full, wheres, strict=False):
-            n_prompt = len(next(encoded)) - trail if u.prompt else 0
-            trainable = min(len(ids), self.limit) - n_prompt
-            ends = (bool(ids) and ids[-1] == self.eos_id) or bool(self.eos and u.target.rstrip().endswith(self.eos))
-            self._record(len(ids), int(trainable), ends, w)
+        self.counts.lengths.append(np.asarray(full, dtype=np.int32))
+        appends = self.tok.special.adds_eos
+        for u, n, w in zip(units, full, wheres, strict=True):
+            n_prompt = next(prompt_lengths) - trail if u.prompt else 0
+            trainable = min(n, self.limit) - n_prompt
+            ends = appends or bool(self.eos and u.target.rstrip().endswith(self.eos))
+            self._record(n, int(trainable), ends, w)
 
     def _chat(self, u: Unit, w: int) -> None:
         msgs = list(u.messages or ())
@@ -98,13 +99,13 @@ class TokenVisitor:
                     continue
                 before = self.tok.render_chat(msgs[:i], add_generation_prompt=True) if i else ""
                 through = self.tok.render_chat(msgs[: i + 1], add_generation_prompt=False)
-                a, b = (len(x) for x in self.tok.encode([before, through], special=False))
+                a, b = self.tok.lengths([before, through], special=False)
                 spans.append((a if before else 0, b))
         except Exception as exc:  # a template raising (raise_exception) is a finding, not a crash
             self.counts.unrenderable.add(w, f"{type(exc).__name__}: {exc}".splitlines()[0][:120])
             return
-        ids = self.tok.encode([full_text], special=False)[0]
-        self.counts.lengths.append(np.array([len(ids)], dtype=np.int32))
+        n = self.tok.lengths([full_text], special=False)[0]
+        self.counts.lengths.append(np.array([n], dtype=np.int32))
         trainable = sum(max(0, min(b, self.limit) - a) for a, b in spans)
         last = msgs[-1]["content"] if msgs and msgs[-1]["role"] == "assistant" else None
         if not (last or "").strip():  # no final answer: judged by the chat rules, not here
@@ -112,4 +113,4 @@ class TokenVisitor:
         else:
             tail = full_text[full_text.rfind(last) + len(last):]
             ends = bool(self.eos) and self.eos in tail  # type: ignore[operator]
-        self._record(len(ids), int(trainable), ends, w)
+        self._record(n, int(trainable), ends, w)

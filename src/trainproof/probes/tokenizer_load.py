@@ -16,6 +16,8 @@ from typing import Any
 
 from trainproof.probes.dataset_read import require_regular
 
+LENGTH_BATCH = 256  # texts per tokenizer call when only lengths are needed
+
 
 class TokenizerLoadError(Exception):
     """The tokenizer cannot be loaded; `dependency` names a missing package, if that is why."""
@@ -59,6 +61,16 @@ class Tokenizer:
 
     def encode(self, texts: Sequence[str], special: bool = True) -> list[list[int]]:
         raise NotImplementedError
+
+    def lengths(self, texts: Sequence[str], special: bool = True) -> list[int]:
+        """Token counts, in sub-batches so the library's per-token objects stay small."""
+        out: list[int] = []
+        for i in range(0, len(texts), LENGTH_BATCH):
+            out.extend(self._lengths(texts[i: i + LENGTH_BATCH], special))
+        return out
+
+    def _lengths(self, texts: Sequence[str], special: bool) -> list[int]:
+        return [len(ids) for ids in self.encode(texts, special)]
 
     def pieces(self, text: str) -> list[Piece]:
         raise NotImplementedError
@@ -129,6 +141,9 @@ class HFTokenizer(Tokenizer):
 
     def encode(self, texts: Sequence[str], special: bool = True) -> list[list[int]]:
         return [e.ids for e in self.tok.encode_batch(list(texts), add_special_tokens=special)]
+
+    def _lengths(self, texts: Sequence[str], special: bool) -> list[int]:
+        return [len(e) for e in self.tok.encode_batch(list(texts), add_special_tokens=special)]
 
     def pieces(self, text: str) -> list[Piece]:
         return self.pieces_batch([text])[0]

@@ -417,7 +417,7 @@ CONTEXT_OVERFLOW = rule(
     "{p99}, max {max}); first: {first}",
     summary="A record's token count is above --max-len (or the tokenizer's model_max_length).",
     why="Truncation silently drops the end of these records - for completion-style data, the "
-    "answer the loss was meant to train on.",
+    "answer the loss was meant to train on, and with it the EOS that teaches the model to stop.",
     fix="Raise --max-len if the model allows, split long records, or filter them out.",
     fires=Example({"records": [{"text": "a"}], "special": {"declared": True}, "tokens": {"overflow": 1}}),
     passes=Example({"records": [{"text": "a"}], "special": {"declared": True}, "tokens": {"overflow": 0}}),
