@@ -55,8 +55,12 @@ def _no_records_detail(s: Preflight) -> str:
 def judge_preflight(s: Preflight) -> Report:
     m = s.data
     kinds = "+".join(sorted(set(m.kinds)))
-    base = dict(subject=m.path, format=kinds, records=m.records, kind="dataset",
-                notes=(f"shape: {m.shape.describe()}",) if m.shape else ())
+    notes = [f"shape: {m.shape.describe()}"] if m.shape and m.records else []
+    if m.read.blank_lines:
+        notes.append(f"{m.read.blank_lines} blank line(s) skipped")
+    if len(m.files) > 1:
+        notes.append(f"{len(m.files)} files")
+    base = dict(subject=m.path, format=kinds, records=m.records, kind="dataset", notes=tuple(notes))
     loc = location(m, None)
     if m.shape is None and m.fields:
         return Report(findings=(UNKNOWN_SHAPE.finding(loc, fields=", ".join(m.fields)),), **base)
