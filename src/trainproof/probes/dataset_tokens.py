@@ -12,6 +12,7 @@ through it. Truncation keeps the first `max_len` tokens, as HF tokenizers do."""
 from __future__ import annotations
 
 import math
+from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,14 +31,12 @@ class TokenCounts:
     zero_trainable: Tally = field(default_factory=Tally)
     no_eos: Tally = field(default_factory=Tally)
     unrenderable: Tally = field(default_factory=Tally)  # the template raised on a conversation
-    lengths: list[np.ndarray] = field(default_factory=list)
-    longest: int = 0
-    longest_where: int | None = None
+    lengths: array = field(default_factory=lambda: array("i"))  # 4 bytes per record
 
     def length_stats(self) -> dict[str, int]:
         if not self.lengths:
             return {"p50": 0, "p99": 0, "max": 0}
-        a = np.concatenate(self.lengths)
+        a = np.frombuffer(self.lengths, dtype=np.int32)
         return {"p50": int(np.percentile(a, 50)), "p99": int(np.percentile(a, 99)), "max": int(a.max())}
 
 
@@ -71,8 +70,7 @@ class TokenVisitor:
             c.zero_trainable.add(w, str(length))
         if not ends_eos:
             c.no_eos.add(w)
-        if length > c.longest:
-            c.longest, c.longest_where = length, w
+        c.lengths.append(length)
 
     def _plain(self, units: list[Unit], wheres: list[int]) -> None:
         """Only lengths are taken from the tokenizer (no id lists): EOS at the end is
@@ -81,7 +79,6 @@ class TokenVisitor:
         prompts = [u.prompt for u in units if u.prompt]
         prompt_lengths = iter(self.tok.lengths(prompts) if prompts else [])
         trail = 1 if self.tok.special.adds_eos else 0
-        self.counts.lengths.append(np.asarray(full, dtype=np.int32))
         appends = self.tok.special.adds_eos
         for u, n, w in zip(units, full, wheres, strict=True):
             n_prompt = next(prompt_lengths) - trail if u.prompt else 0
@@ -105,7 +102,6 @@ class TokenVisitor:
             self.counts.unrenderable.add(w, f"{type(exc).__name__}: {exc}".splitlines()[0][:120])
             return
         n = self.tok.lengths([full_text], special=False)[0]
-        self.counts.lengths.append(np.array([n], dtype=np.int32))
         trainable = sum(max(0, min(b, self.limit) - a) for a, b in spans)
         last = msgs[-1]["content"] if msgs and msgs[-1]["role"] == "assistant" else None
         if not (last or "").strip():  # no final answer: judged by the chat rules, not here
