@@ -160,3 +160,12 @@ def test_sentencepiece_model_roles(tmp_path, capsys):
     assert code == 0
     assert "TP-PRE-MISSING-PAD-TOKEN" in f and "TP-PRE-MISSING-EOS-TOKEN" not in f
     assert f["TP-PRE-NO-EOS-APPEND"]["values"]["count"] == 5  # SentencePiece appends nothing
+
+
+def test_chat_template_without_transformers_is_exit_2(tmp_path, capsys, tokenizers_dir, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "transformers", None)  # as if not installed
+    p = write_jsonl(tmp_path / "chat.jsonl", [chat(("user", "hi"), ("assistant", "hello"))])
+    assert main(["preflight", str(p), "--tokenizer", str(tokenizers_dir["chat"])]) == 2
+    assert "needs transformers" in capsys.readouterr().err

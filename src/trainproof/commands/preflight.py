@@ -91,6 +91,8 @@ def run(args: argparse.Namespace) -> ReportSet:
     try:
         m = measure_dataset(Path(args.dataset), args.text_field, int(OVERSIZED.t("max_bytes")),
                             visitor, progress)
+    except TokenizerLoadError as exc:
+        raise InputError(f"--tokenizer {exc}") from None
     finally:
         if progress is not None:
             sys.stderr.write("\r\033[K")

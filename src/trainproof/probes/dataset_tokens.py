@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trainproof.probes.dataset_shape import Tally, Unit
-from trainproof.probes.tokenizer_load import Tokenizer
+from trainproof.probes.tokenizer_load import Tokenizer, TokenizerLoadError
 
 
 @dataclass
@@ -98,6 +98,8 @@ class TokenVisitor:
                 through = self.tok.render_chat(msgs[: i + 1], add_generation_prompt=False)
                 a, b = self.tok.lengths([before, through], special=False)
                 spans.append((a if before else 0, b))
+        except TokenizerLoadError:
+            raise  # transformers missing: could not judge, not a fault of the data
         except Exception as exc:  # a template raising (raise_exception) is a finding, not a crash
             self.counts.unrenderable.add(w, f"{type(exc).__name__}: {exc}".splitlines()[0][:120])
             return
