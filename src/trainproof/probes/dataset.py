@@ -12,6 +12,7 @@ such a collision, if it ever happened, would not repeat on the next run."""
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import operator
 import time
@@ -110,6 +111,24 @@ class DatasetMeasurement:
     seconds: float = 0.0
 
 
+def _keep_freed_blocks() -> None:
+    """Each block allocates and frees a few multi-MB buffers. glibc serves those with
+    mmap and returns them to the kernel at once, so every block pays page faults for
+    fresh zeroed pages - a quarter of the pass in system time. Raising the mmap and
+    trim thresholds keeps freed blocks in the heap for reuse; peak RSS is unchanged.
+    Anything but glibc (musl, macOS) has no mallopt and keeps its defaults."""
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+    mallopt(_M_TRIM_THRESHOLD, 128 << 20)
+
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameter numbers
+
+
 Visitor = Callable[[list[Unit], list[int]], None]
 Progress = Callable[[int, int], None]
 
@@ -159,6 +178,7 @@ def measure_dataset(path: Path, text_field: str | None = None, max_record: int =
                     visitor: Visitor | None = None, progress: Progress | None = None) -> DatasetMeasurement:
     """One pass over every shard; `visitor` sees each block's units (for tokenizer checks)."""
     t0 = time.perf_counter()
+    _keep_freed_blocks()
     files = shard_files(path)
     for f in files:
         require_regular(f)
