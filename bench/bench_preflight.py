@@ -5,10 +5,12 @@ references measured in the same run on the same file:
   naive       json.loads per line, every text kept in a dict (what the old tool does)
   hash-set    json.loads per line, an 8-byte BLAKE2b digest per text in a set
 
-Every contender runs as its own process; wall time and peak RSS are that process's
-(os.wait4). The planted empty and duplicate counts are checked against the
-generator's truth file. Then bad inputs (a 100 MB single line, a FIFO, /dev/zero,
-invalid UTF-8) are run through the CLI with their exit code, time and peak RSS.
+Every contender runs as its own process, round-robin `--repeat` times; CPU time,
+wall time and peak RSS are that process's (os.wait4). On a shared machine CPU time
+is the steadier figure, so the best run by CPU time is reported. The planted empty
+and duplicate counts are checked against the generator's truth file. Then bad
+inputs (a 100 MB single line, a FIFO, /dev/zero, invalid UTF-8) are run through the
+CLI with their exit code, time and peak RSS.
 
     python bench/bench_preflight.py                      # 1M records under /tmp
     python bench/bench_preflight.py --records 100000 --repeat 3
