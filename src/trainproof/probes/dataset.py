@@ -13,10 +13,11 @@ such a collision, if it ever happened, would not repeat on the next run."""
 from __future__ import annotations
 
 import ctypes
+import gc
 import itertools
 import operator
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,13 +61,18 @@ class DigestTable:
         self._blank: list[int] = []
         self.keep = keep
 
-    def add(self, keys: list[str], wheres: list[int]) -> list[int]:
+    def add(self, keys: list[str], wheres: Sequence[int]) -> list[int]:
         """Hash a block of keys (C calls only, no Python per record); returns the
-        indices of the blank keys."""
+        indices of the blank keys (empty, or only whitespace as str.strip sees it)."""
         digests = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys))
         self._digests.append(digests)
-        self._wheres.append(np.asarray(wheres, dtype=np.int64))
-        blank = list(itertools.compress(range(len(keys)), map(operator.not_, map(str.strip, keys))))
+        if isinstance(wheres, range):
+            self._wheres.append(np.arange(wheres.start, wheres.stop, dtype=np.int64))
+        else:
+            self._wheres.append(np.asarray(wheres, dtype=np.int64))
+        blank = list(itertools.compress(range(len(keys)), map(str.isspace, keys)))
+        if "" in keys:  # isspace("") is False; empties are found by a second C-level pass
+            blank = sorted(blank + list(itertools.compress(range(len(keys)), map(operator.not_, keys))))
         self._blank.extend(int(digests[i]) for i in blank)
         return blank
 
@@ -179,6 +185,17 @@ def measure_dataset(path: Path, text_field: str | None = None, max_record: int =
     """One pass over every shard; `visitor` sees each block's units (for tokenizer checks)."""
     t0 = time.perf_counter()
     _keep_freed_blocks()
+    collecting = gc.isenabled()
+    gc.disable()  # records hold no cycles; collections would rescan every live block for nothing
+    try:
+        return _measure(path, text_field, max_record, visitor, progress, t0)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _measure(path: Path, text_field: str | None, max_record: int, visitor: Visitor | None,
+             progress: Progress | None, t0: float) -> DatasetMeasurement:
     files = shard_files(path)
     for f in files:
         require_regular(f)

@@ -12,10 +12,12 @@ import json
 import operator
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from trainproof.model import InputError
 from trainproof.parsers.jsonutil import loads
@@ -47,7 +49,7 @@ class Batch:
     """Decoded records of one block. `texts` is set on the fast path (one string
     field, every record carrying it), `dicts` otherwise; `wheres` align with them."""
 
-    wheres: list[int]
+    wheres: Sequence[int]  # a range on the fast path
     texts: list[str] | None = None
     dicts: list[Any] | None = None
 
@@ -128,6 +130,11 @@ def file_kind(path: Path) -> str:
 # ---------------------------------------------------------------- JSON Lines
 
 
+def _newlines(data: bytes) -> int:
+    """Vectorised: bytes.count walks a one-byte needle byte by byte, several times slower."""
+    return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))
+
+
 def line_blocks(f: Any, file_index: int, tally: ReadTally,
                 max_record: int) -> Iterator[tuple[int, bytes, int]]:
     """(first line number, complete lines without the final newline, number of lines);
@@ -158,7 +165,7 @@ def line_blocks(f: Any, file_index: int, tally: ReadTally,
             continue
         body = carry + block[:cut] if carry else block[:cut]
         carry = block[cut + 1:]
-        n = body.count(b"\n") + 1
+        n = _newlines(body) + 1
         yield line_no, body, n
         line_no += n
     if carry and not skipping:
@@ -243,7 +250,7 @@ def read_jsonl(path: Path, file_index: int, field_name: str | None, tally: ReadT
             if recs is None:
                 yield _decode_lines(body, line0, file_index, tally)
                 continue
-            wheres = list(range(where(file_index, line0), where(file_index, line0) + n))
+            wheres = range(where(file_index, line0), where(file_index, line0) + n)
             yield Batch(wheres, texts=recs) if field_name else Batch(wheres, dicts=recs)
 
 
