@@ -27,7 +27,7 @@ try:
 except ImportError:  # optional speed-up: orjson or the standard library decode instead
     msgspec = None  # type: ignore[assignment]
 
-BLOCK = 4 << 20  # bytes read per step: large enough for C-speed decoding, small for memory
+BLOCK = 256 << 10  # bytes per step: measured fastest (the block and its decoded records stay in cache)
 WHERE_BITS = 40  # a shard holds up to 2**40 lines; up to 2**23 shards
 SUFFIXES = (".jsonl", ".ndjson", ".json", ".parquet", ".arrow")
 # What `datasets.save_to_disk` writes beside the data: metadata, not records.
@@ -139,8 +139,8 @@ def line_blocks(f: Any, file_index: int, tally: ReadTally,
                 max_record: int) -> Iterator[tuple[int, bytes, int]]:
     """(first line number, complete lines without the final newline, number of lines);
     a line longer than `max_record` is skipped up to its newline and counted, never
-    buffered. Each byte is copied once: carry + the block up to its last newline."""
-    line_no, carry, skipping, first = 1, b"", False, True
+    buffered. The head of a line that spans blocks waits in `parts` (joined once)."""
+    line_no, parts, held, skipping, first = 1, [], 0, False, True
     while block := f.read(BLOCK):
         tally.bytes_read += len(block)
         if first:
@@ -150,26 +150,28 @@ def line_blocks(f: Any, file_index: int, tally: ReadTally,
             if nl < 0:
                 continue
             block, skipping, line_no = block[nl + 1:], False, line_no + 1
-        if carry:
+        if parts:
             nl = block.find(b"\n")
-            if len(carry) + (nl if nl >= 0 else len(block)) > max_record:
+            if held + (nl if nl >= 0 else len(block)) > max_record:
                 tally.too_long(where(file_index, line_no))
-                carry = b""
+                parts, held = [], 0
                 if nl < 0:
                     skipping = True
                     continue
                 block, line_no = block[nl + 1:], line_no + 1
         cut = block.rfind(b"\n")
         if cut < 0:
-            carry += block
+            parts.append(block)
+            held += len(block)
             continue
-        body = carry + block[:cut] if carry else block[:cut]
-        carry = block[cut + 1:]
+        body = b"".join((*parts, block[:cut])) if parts else block[:cut]
+        parts, held = ([block[cut + 1:]], len(block) - cut - 1) if cut + 1 < len(block) else ([], 0)
         n = _newlines(body) + 1
         yield line_no, body, n
         line_no += n
-    if carry and not skipping:
-        yield line_no, carry, carry.count(b"\n") + 1
+    if parts and not skipping:
+        body = b"".join(parts)
+        yield line_no, body, _newlines(body) + 1
 
 
 def decode_line(line: bytes) -> Any:
@@ -270,8 +272,8 @@ def read_json_array(path: Path, file_index: int, tally: ReadTally, max_record: i
 
         def more() -> bool:
             nonlocal text, pos, eof
-            try:
-                chunk = reader.read(BLOCK)
+            try:  # the window at least doubles, so a long element is re-scanned O(log n) times
+                chunk = reader.read(max(BLOCK, len(text) - pos))
             except UnicodeDecodeError as exc:
                 raise InputError(f"{path}: invalid UTF-8 ({exc.reason})") from None
             tally.bytes_read += len(chunk)
