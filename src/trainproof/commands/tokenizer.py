@@ -1,0 +1,72 @@
+"""`trainproof tokenizer MODEL TRANSCRIPTS`: how well a tokenizer represents a set of
+transcripts - unknown tokens (by id), coverage, byte fallback, fertility, tokens per
+second of audio, numbers and dates. Could-not-judge outcomes are findings with
+their own IDs (exit 2), so scripts can tell them apart."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from trainproof.engine import apply
+from trainproof.model import InputError, Level, Location, Report, ReportSet
+from trainproof.probes.tokenizer import TokenizerMeasurement, measure_tokenizer
+from trainproof.probes.tokenizer_load import TokenizerLoadError, load_tokenizer
+from trainproof.rules import tokenizer as T
+from trainproof.rules.base import Rule
+
+NAME = "tokenizer"
+HELP = "tokenizer coverage of transcripts: OOV by id, byte fallback, fertility, tokens/s of audio"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL",
+                   help="tokenizer.json, a saved tokenizer directory, or a SentencePiece .model")
+    p.add_argument("transcripts", metavar="TRANSCRIPTS",
+                   help="text (one transcript per line), JSONL (text + duration seconds), or LJSpeech metadata.csv")
+
+
+def _statement(subject: str, rule: Rule, **values: object) -> ReportSet:
+    f = rule.finding(Location(subject), **values)
+    return ReportSet(NAME, (Report(subject=subject, format="transcripts", findings=(f,), kind="tokenizer"),))
+
+
+def run(args: argparse.Namespace) -> ReportSet:
+    try:
+        tok = load_tokenizer(args.model)
+    except TokenizerLoadError as exc:
+        rule = T.SPM_MISSING if exc.dependency in ("sentencepiece", "tokenizers") else T.LOAD_FAIL
+        return _statement(args.transcripts, rule, detail=str(exc))
+    except InputError as exc:
+        return _statement(args.transcripts, T.LOAD_FAIL, detail=str(exc))
+    try:
+        m = measure_tokenizer(tok, Path(args.transcripts))
+    except InputError as exc:
+        return _statement(args.transcripts, T.NO_TRANSCRIPTS, detail=str(exc))
+    base = dict(subject=args.transcripts, format=m.read.format, records=m.lines, kind="tokenizer",
+                notes=_notes(m))
+    if m.lines == 0:
+        detail = "no transcript lines" + (f"; {m.read.skipped} skipped (first: line {m.read.first_skipped[0]}: "
+                                          f"{m.read.first_skipped[1]})" if m.read.first_skipped else "")
+        return ReportSet(NAME, (Report(findings=(T.NO_TRANSCRIPTS.finding(Location(args.transcripts),
+                                                                          detail=detail),), **base),))
+    if m.tokens == 0:
+        return ReportSet(NAME, (Report(findings=(T.NOT_MEASURED.finding(Location(args.transcripts),
+                                                                        lines=m.lines),), **base),))
+    out = apply(T.G, m)
+    findings = list(out.findings)
+    if not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
+        skipped = "; ".join(f"{k} ({v})" for k, v in sorted(out.skipped.items())) or "none"
+        findings.append(T.PASS.finding(Location(args.transcripts), lines=m.lines, tokens=m.tokens,
+                                       oov=m.oov_rate, coverage=m.coverage, fertility=m.fertility,
+                                       ran=", ".join(out.ran), skipped=skipped))
+    return ReportSet(NAME, (Report(findings=tuple(findings), ran=tuple(out.ran),
+                                   skipped=dict(sorted(out.skipped.items())), **base),))
+
+
+def _notes(m: TokenizerMeasurement) -> tuple[str, ...]:
+    notes = [f"tokenizer: {m.tokenizer} ({m.kind})"]
+    if m.read.skipped and m.read.first_skipped:
+        line, why = m.read.first_skipped
+        notes.append(f"{m.read.skipped} line(s) skipped (first: line {line}: {why})")
+    return tuple(notes)
