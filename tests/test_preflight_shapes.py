@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_preflight import ids, run_json, write_jsonl
+from .test_preflight import ids, run_json, write_jsonl
 
 FIX = Path(__file__).parent / "fixtures" / "preflight"
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from test_preflight import ids, run_json, write_jsonl
-from test_tokenizer import corpus, train_bpe
 from trainproof.cli import main
+
+from .test_preflight import ids, run_json, write_jsonl
+from .test_tokenizer import corpus, train_bpe
 
 CHATML = (
     "{% for m in messages %}"
@@ -151,7 +152,7 @@ def test_sarif_points_at_the_dataset_lines(tmp_path, capsys, monkeypatch):
 
 
 def test_sentencepiece_model_roles(tmp_path, capsys):
-    from test_tokenizer import train_spm
+    from .test_tokenizer import train_spm
 
     model = train_spm(tmp_path / "sp")  # SentencePiece defaults: unk 0, bos 1, eos 2, no pad
     p = write_jsonl(tmp_path / "d.jsonl", [{"text": s} for s in corpus(5)])
