@@ -242,3 +242,31 @@ def local_device_index(framework_index: int | None) -> int | None:
         return framework_index
     lr = os.environ.get("LOCAL_RANK", "")
     return int(lr) if lr.isdigit() else None
+
+
+class GuardianResults:
+    """What both callbacks expose after (or during) training, read from their Guardian."""
+
+    _guardian: Guardian
+
+    @property
+    def report(self) -> Report | None:
+        return self._guardian.report
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return None if self.report is None else self.report.verdict
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return () if self.report is None else self.report.findings
+
+    @property
+    def stopped_at(self) -> float | None:
+        return self._guardian.stopped_at
+
+    @property
+    def errors(self) -> list[str]:
+        return self._guardian.errors
+
+

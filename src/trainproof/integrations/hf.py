@@ -21,13 +21,13 @@ from typing import Any
 from trainproof.integrations._guardian import (
     GpuProbe,
     Guardian,
+    GuardianResults,
     StepTimer,
     abort_message,
     local_device_index,
     numeric,
     warn_message,
 )
-from trainproof.model import Finding, Report, Verdict
 
 try:
     from transformers import TrainerCallback
@@ -57,7 +57,7 @@ def _guarded(where: str) -> Callable[[Callable[..., None]], Callable[..., None]]
     return wrap
 
 
-class TrainproofCallback(TrainerCallback):
+class TrainproofCallback(GuardianResults, TrainerCallback):
     """Judges the run on every log event. policy="warn" never interrupts; "stop_on_fail"
     sets control.should_training_stop on the first FAIL. After training, `verdict`,
     `findings`, `report`, `stopped_at` and `errors` hold the outcome; `report_path`
@@ -69,26 +69,6 @@ class TrainproofCallback(TrainerCallback):
         self.report_path = report_path
         self._timer = StepTimer()
         self._gpu: GpuProbe | None = None
-
-    @property
-    def report(self) -> Report | None:
-        return self._guardian.report
-
-    @property
-    def verdict(self) -> Verdict | None:
-        return None if self.report is None else self.report.verdict
-
-    @property
-    def findings(self) -> tuple[Finding, ...]:
-        return () if self.report is None else self.report.findings
-
-    @property
-    def stopped_at(self) -> float | None:
-        return self._guardian.stopped_at
-
-    @property
-    def errors(self) -> list[str]:
-        return self._guardian.errors
 
     @_guarded("on_train_begin")
     def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:

@@ -29,13 +29,13 @@ from typing import Any
 from trainproof.integrations._guardian import (
     GpuProbe,
     Guardian,
+    GuardianResults,
     StepTimer,
     abort_message,
     local_device_index,
     numeric,
     warn_message,
 )
-from trainproof.model import Finding, Report, Verdict
 from trainproof.parsers.columns import canonical
 
 try:
@@ -73,7 +73,7 @@ def _guarded(where: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return wrap
 
 
-class TrainproofCallback(Callback):
+class TrainproofCallback(GuardianResults, Callback):
     """policy="warn" never interrupts; "stop_on_fail" sets trainer.should_stop on the first
     FAIL (on every rank). After fit, `verdict`, `findings`, `report`, `stopped_at` and
     `errors` hold the outcome; `report_path` receives the JSON report."""
@@ -89,26 +89,6 @@ class TrainproofCallback(Callback):
         self._last_step = -1
         self._loss_sum: Any = 0.0  # a tensor on the loss's device once training runs
         self._loss_n = 0
-
-    @property
-    def report(self) -> Report | None:
-        return self._guardian.report
-
-    @property
-    def verdict(self) -> Verdict | None:
-        return None if self.report is None else self.report.verdict
-
-    @property
-    def findings(self) -> tuple[Finding, ...]:
-        return () if self.report is None else self.report.findings
-
-    @property
-    def stopped_at(self) -> float | None:
-        return self._guardian.stopped_at
-
-    @property
-    def errors(self) -> list[str]:
-        return self._guardian.errors
 
     @_guarded("on_train_start")
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
