@@ -10,7 +10,7 @@ from trainproof.commands.common import load
 from trainproof.engine import judge_pair, judge_run
 from trainproof.model import InputError, Location, Report, ReportSet, Run
 from trainproof.rules import status as S
-from trainproof.rules.compare import Pair, comparable, ranking_row
+from trainproof.rules.compare import Pair, ranking_row
 
 NAME = "compare"
 HELP = "compare one or more runs against a known-good baseline"
@@ -34,8 +34,7 @@ def compare_all(baseline: Run, runs: list[tuple[str, Run | InputError]],
         pair = Pair(baseline, item)
         report = judge_pair(pair, base_report)
         reports.append(report)
-        row = ranking_row(pair) if comparable(pair) is None else {"run": item.path}
-        rows.append({**row, "verdict": report.verdict.value})
+        rows.append({**ranking_row(pair), "verdict": report.verdict.value})
     rows.sort(key=lambda r: (_rank(r["verdict"]), r.get("end_ratio") or 0.0))
     return reports, rows
 

@@ -5,6 +5,7 @@ catch what no single curve can - a run that learns, just far worse than it shoul
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -17,9 +18,28 @@ G = "compare"
 
 
 @dataclass(frozen=True)
+class Side:
+    """One side's loss as every compare rule reads it, measured once."""
+
+    start: float  # median of the first k points
+    end: float  # median of the last k points
+    k: int
+    floor: float  # lowest block median (TP-DIVERGE's blocks)
+    floor_step: float
+
+
+@dataclass(frozen=True)
 class Pair:
     baseline: Run
     run: Run
+
+    @cached_property
+    def sides(self) -> tuple[Side, Side] | Skip:
+        """(baseline, run) summaries, or why the ratio checks cannot run."""
+        why = comparable(self)
+        if why is not None:
+            return Skip(SkipKind.DEGENERATE, why)
+        return _side(self.baseline), _side(self.run)
 
 
 def _positive_loss(run: Run) -> Series | None:
@@ -38,14 +58,12 @@ def comparable(pair: Pair) -> str | None:
     return None
 
 
-def _sides(pair: Pair) -> tuple[Series, Series] | Skip:
-    """Both positive loss series, or why the ratio checks cannot run."""
-    why = comparable(pair)
-    if why is not None:
-        return Skip(SkipKind.DEGENERATE, why)
-    b, r = _positive_loss(pair.baseline), _positive_loss(pair.run)
-    assert b is not None and r is not None  # what comparable() checked
-    return b, r
+def _side(run: Run) -> Side:
+    s = _positive_loss(run)
+    assert s is not None  # what comparable() checked
+    start, end, k = edge_medians(s)
+    floor, step = _floor(s)
+    return Side(start, end, k, floor, step)
 
 
 def _collapse_step(s: Series, min_tail: int) -> float | None:
@@ -85,15 +103,11 @@ def edge_medians(s: Series) -> tuple[float, float, int]:
 
 def ranking_row(pair: Pair) -> dict[str, object]:
     """The numbers of the N-way table for one comparable pair."""
-    sides = _sides(pair)
-    if isinstance(sides, Skip):
+    if isinstance(pair.sides, Skip):
         return {"run": pair.run.path}
-    b, r = sides
-    (bf, _), (rf, _) = _floor(b), _floor(r)
-    _, be, _ = edge_medians(b)
-    rs, re_, _ = edge_medians(r)
-    return {"run": pair.run.path, "floor": rf, "end": re_, "floor_ratio": rf / bf,
-            "end_ratio": re_ / be, "improvement": (rs - re_) / rs}
+    b, r = pair.sides
+    return {"run": pair.run.path, "floor": r.floor, "end": r.end, "floor_ratio": r.floor / b.floor,
+            "end_ratio": r.end / b.end, "improvement": (r.start - r.end) / r.start}
 
 
 def _loc(pair: Pair, step: float | None = None) -> Location:
@@ -153,14 +167,13 @@ FLOOR_RATIO = rule(
 
 @check("floor-ratio", FLOOR_RATIO)
 def floor_ratio(pair: Pair) -> list[Finding] | Skip:
-    sides = _sides(pair)
-    if isinstance(sides, Skip):
-        return sides
-    b, r = sides
-    (bf, _), (rf, rstep) = _floor(b), _floor(r)
-    ratio = rf / bf
+    if isinstance(pair.sides, Skip):
+        return pair.sides
+    b, r = pair.sides
+    ratio = r.floor / b.floor
     if ratio > FLOOR_RATIO.t("ratio"):
-        return [FLOOR_RATIO.finding(_loc(pair, rstep), run_floor=rf, base_floor=bf, ratio=ratio)]
+        return [FLOOR_RATIO.finding(_loc(pair, r.floor_step), run_floor=r.floor, base_floor=b.floor,
+                                    ratio=ratio)]
     return []
 
 
@@ -184,16 +197,13 @@ END_RATIO = rule(
 
 @check("end-ratio", END_RATIO)
 def end_ratio(pair: Pair) -> list[Finding] | Skip:
-    sides = _sides(pair)
-    if isinstance(sides, Skip):
-        return sides
-    b, r = sides
-    _, b_end, kb = edge_medians(b)
-    _, r_end, kr = edge_medians(r)
-    ratio = r_end / b_end
+    if isinstance(pair.sides, Skip):
+        return pair.sides
+    b, r = pair.sides
+    ratio = r.end / b.end
     if ratio > END_RATIO.t("ratio"):
-        return [END_RATIO.finding(_loc(pair), run_end=r_end, base_end=b_end, ratio=ratio,
-                                  k=kr if kr == kb else f"{kr}/{kb}")]
+        return [END_RATIO.finding(_loc(pair), run_end=r.end, base_end=b.end, ratio=ratio,
+                                  k=r.k if r.k == b.k else f"{r.k}/{b.k}")]
     return []
 
 
@@ -224,12 +234,10 @@ END_EXCESS = rule(
 
 @check("end-excess", END_EXCESS)
 def end_excess(pair: Pair) -> list[Finding] | Skip:
-    sides = _sides(pair)
-    if isinstance(sides, Skip):
-        return sides
-    b, r = sides
-    bs, be, _ = edge_medians(b)
-    _, re_, _ = edge_medians(r)
+    if isinstance(pair.sides, Skip):
+        return pair.sides
+    b, r = pair.sides
+    bs, be, re_ = b.start, b.end, r.end
     gain = bs - be
     if gain <= 0:
         return Skip(SkipKind.DEGENERATE, "the baseline did not improve; its progress sets no scale")
@@ -279,12 +287,10 @@ IMPROVE_DEFICIT = rule(
 
 @check("improvement", NEG_IMPROVE, IMPROVE_DEFICIT)
 def improvement(pair: Pair) -> list[Finding] | Skip:
-    sides = _sides(pair)
-    if isinstance(sides, Skip):
-        return sides
-    b, r = sides
-    bs, be, _ = edge_medians(b)
-    rs, re_, k = edge_medians(r)
+    if isinstance(pair.sides, Skip):
+        return pair.sides
+    b, r = pair.sides
+    bs, be, rs, re_, k = b.start, b.end, r.start, r.end, r.k
     base_imp, run_imp = (bs - be) / bs, (rs - re_) / rs
     if re_ > rs * (1 + NEG_IMPROVE.t("min_worsening")) and base_imp > 0:
         return [NEG_IMPROVE.finding(_loc(pair), start=rs, end=re_, k=k, base_start=bs, base_end=be)]
