@@ -67,3 +67,12 @@ def test_doctor_nothing_found_is_exit_2(run_cli, tmp_path):
     (tmp_path / "README.md").write_text("no logs here")
     code, _, err = run_cli("doctor", tmp_path)
     assert code == 2 and "no training logs found" in err
+
+
+def test_logs_beside_event_files_are_judged_too(run_cli, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES.parent / "tfevents" / "torch_default", run)
+    shutil.copy(FIXTURES / "jsonl/train_log.jsonl", run / "train_log.jsonl")
+    _code, out, _ = run_cli("doctor", tmp_path, "--json")
+    doc = json.loads(out)
+    assert sorted(r["format"] for r in doc["reports"]) == ["jsonl", "tfevents"]

@@ -49,6 +49,11 @@ def discover(root: Path, max_logs: int) -> Discovery:
             found.not_judged.extend((here / n, f"nested in the run directory {here}; not judged on its own")
                                     for n in nested)
             dirnames[:] = [n for n in dirnames if n not in nested]
+            for name in sorted(filenames):  # other logs beside the event files are logs too
+                other = here / name
+                kind = None if NOT_LOGS.search(name) or not other.is_file() else detect(other)
+                if kind is not None and kind is not fmt:
+                    found.logs.append((other, kind))
             continue
         for name in sorted(filenames):
             if NOT_LOGS.search(name):
