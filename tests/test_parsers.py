@@ -160,3 +160,12 @@ def test_column_aliases(raw, canon):
 
 def test_fixture_script_is_kept():
     assert (Path(__file__).parents[1] / "scripts/fixtures/make_core_fixtures.py").exists()
+
+
+def test_csv_missing_markers_are_not_bad_numbers(tmp_path):
+    p = tmp_path / "training.csv"
+    p.write_text("epoch,loss,val_loss\n0,2.0,NA\n1,1.5,1.8\n2,1.2,n/a\n3,1.1,\n4,1.0,nan\n")
+    run = read_run(p)
+    assert run.series["eval_loss"].steps.tolist() == [1.0, 4.0]
+    assert math.isnan(run.series["eval_loss"].values[1])
+    assert not any("non-numeric" in n for n in run.notes)

@@ -85,7 +85,7 @@ def add_block(block: list[list[str]], header: list[str], step_key: str | None,
         if name == step_key or not name:
             continue
         vals, ok = _cells(cells)
-        present = np.fromiter((c.strip() != "" for c in cells), dtype=bool, count=len(cells))
+        present = np.fromiter((not _missing(c) for c in cells), dtype=bool, count=len(cells))
         bad = present & ~ok
         if ok.any():
             cols.extend(name, steps[ok], vals[ok])
@@ -94,5 +94,14 @@ def add_block(block: list[list[str]], header: list[str], step_key: str | None,
     return ragged
 
 
+# How CSV writers spell "no value here" (Keras' CSVLogger writes NA, pandas writes an
+# empty cell): missing, not a bad number. NaN stays a value: it is evidence.
+_MISSING = frozenset({"", "na", "n/a", "null", "none"})
+
+
+def _missing(cell: str) -> bool:
+    return cell.strip().lower() in _MISSING
+
+
 def _cells(cells: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    return to_float_array([c if c.strip() else None for c in cells])
+    return to_float_array([None if _missing(c) else c for c in cells])
