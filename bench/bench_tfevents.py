@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-GEN = Path("/work/shared/bench/gen_tfevents.py")
+GEN = Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "gen_tfevents.py"
 TAGS = 4
 
 _MEASURE = r"""

@@ -13,7 +13,7 @@ import pytest
 
 from trainproof.cli import main
 
-GEN = Path("/work/shared/bench/gen_dataset.py")
+GEN = Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "gen_dataset.py"
 
 
 def write_jsonl(path: Path, records: list) -> Path:
