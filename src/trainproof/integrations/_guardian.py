@@ -8,13 +8,16 @@ that keeps the decision a pure function of what the trainer logged."""
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import sys
 import time
 from array import array
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -123,6 +126,17 @@ class Guardian:
             return (f"trainproof: internal error in {where} ({type(exc).__name__}: {exc}); "
                     "training continues unguarded by this check")
         return None
+
+    def finish(self, main: bool, report_path: str | os.PathLike[str] | None) -> None:
+        """End of training: judge with telemetry, and on the main process say the verdict
+        and write the JSON report when one was asked for."""
+        if self.metrics.records:
+            report = self.judge(with_telemetry=True)
+            if main:
+                ids = ", ".join(sorted({f.rule_id for f in report.findings})) or "none"
+                print(f"TRAINPROOF verdict: {report.verdict.value} ({ids})", file=sys.stderr)
+        if report_path is not None and main:
+            self.write_json(report_path)
 
     def write_json(self, path: str | os.PathLike[str]) -> None:
         from trainproof.render import jsonout
@@ -270,3 +284,35 @@ class GuardianResults:
         return self._guardian.errors
 
 
+def telemetry(timer: StepTimer, gpu: GpuProbe | None) -> dict[str, float]:
+    """Context columns for the step just taken: step time, and GPU use when probed."""
+    out = {}
+    st = timer.take()
+    if st is not None:
+        out["step_time"] = st
+    if gpu is not None and (util := gpu.read()) is not None:
+        out["gpu_util"] = util
+    return out
+
+
+Hook = Callable[..., Any]
+
+
+def guarded(where: str, is_main: Callable[[tuple[Any, ...]], bool]) -> Callable[[Hook], Hook]:
+    """Wrap a callback hook so that an exception inside it is recorded and reported once
+    (by the main process, as `is_main(hook args)` tells) and never reaches the training loop."""
+
+    def wrap(fn: Hook) -> Hook:
+        @functools.wraps(fn)
+        def hook(self: Any, *args: Any, **kw: Any) -> Any:
+            try:
+                return fn(self, *args, **kw)
+            except Exception as exc:
+                line = self._guardian.record_error(where, exc)
+                if line and is_main(args):
+                    print(line, file=sys.stderr)
+                return None
+
+        return hook
+
+    return wrap

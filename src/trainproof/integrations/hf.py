@@ -12,7 +12,6 @@ writes the JSON report."""
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from collections.abc import Callable
@@ -24,8 +23,10 @@ from trainproof.integrations._guardian import (
     GuardianResults,
     StepTimer,
     abort_message,
+    guarded,
     local_device_index,
     numeric,
+    telemetry,
     warn_message,
 )
 
@@ -37,24 +38,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without transfor
 _SUMMARY_KEYS = ("train_runtime", "total_flos")  # the end-of-training summary, not a loss point
 
 
-def _guarded(where: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """An exception inside the callback is recorded and reported once; it never reaches
-    the training loop."""
-
-    def wrap(fn: Callable[..., None]) -> Callable[..., None]:
-        @functools.wraps(fn)
-        def hook(self: TrainproofCallback, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            try:
-                fn(self, args, state, control, **kw)
-            except Exception as exc:
-                line = self._guardian.record_error(where, exc)
-                if line and getattr(state, "is_world_process_zero", True):
-                    print(line, file=sys.stderr)
-            return None
-
-        return hook
-
-    return wrap
+def _guarded(where: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Errors stay inside the callback; the hook's state argument names the main process."""
+    return guarded(where, lambda a: getattr(a[1], "is_world_process_zero", True))
 
 
 class TrainproofCallback(GuardianResults, TrainerCallback):
@@ -92,7 +78,7 @@ class TrainproofCallback(GuardianResults, TrainerCallback):
         if not values:
             return
         g, step = self._guardian, float(state.global_step)
-        g.metrics.add(step, {**values, **self._telemetry()})
+        g.metrics.add(step, {**values, **telemetry(self._timer, self._gpu)})
         if not g.due(values):
             return
         report = g.judge()
@@ -108,22 +94,4 @@ class TrainproofCallback(GuardianResults, TrainerCallback):
 
     @_guarded("on_train_end")
     def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-        g = self._guardian
-        if g.metrics.records:
-            report = g.judge(with_telemetry=True)
-            if state.is_world_process_zero:
-                ids = ", ".join(sorted({f.rule_id for f in report.findings})) or "none"
-                print(f"TRAINPROOF verdict: {report.verdict.value} ({ids})", file=sys.stderr)
-        if self.report_path is not None and state.is_world_process_zero:
-            g.write_json(self.report_path)
-
-    def _telemetry(self) -> dict[str, float]:
-        out = {}
-        st = self._timer.take()
-        if st is not None:
-            out["step_time"] = st
-        if self._gpu is not None:
-            util = self._gpu.read()
-            if util is not None:
-                out["gpu_util"] = util
-        return out
+        self._guardian.finish(state.is_world_process_zero, self.report_path)

@@ -20,7 +20,6 @@ steps even when judging raised on one. Only global rank 0 prints or writes."""
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -32,8 +31,10 @@ from trainproof.integrations._guardian import (
     GuardianResults,
     StepTimer,
     abort_message,
+    guarded,
     local_device_index,
     numeric,
+    telemetry,
     warn_message,
 )
 from trainproof.parsers.columns import canonical
@@ -54,23 +55,8 @@ def _is_eval(key: str) -> bool:
 
 
 def _guarded(where: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """An exception inside the callback is recorded and reported once; it never reaches
-    the training loop."""
-
-    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def hook(self: TrainproofCallback, trainer: Any, *args: Any, **kw: Any) -> Any:
-            try:
-                return fn(self, trainer, *args, **kw)
-            except Exception as exc:
-                line = self._guardian.record_error(where, exc)
-                if line and getattr(trainer, "is_global_zero", True):
-                    print(line, file=sys.stderr)
-                return None
-
-        return hook
-
-    return wrap
+    """Errors stay inside the callback; the hook's trainer argument names the main process."""
+    return guarded(where, lambda a: getattr(a[0], "is_global_zero", True))
 
 
 class TrainproofCallback(GuardianResults, Callback):
@@ -132,7 +118,7 @@ class TrainproofCallback(GuardianResults, Callback):
         if not values:
             return False
         g = self._guardian
-        g.metrics.add(float(step), {**values, **self._telemetry()})
+        g.metrics.add(float(step), {**values, **telemetry(self._timer, self._gpu)})
         if not g.due(values):
             return False
         report = g.judge()
@@ -182,23 +168,7 @@ class TrainproofCallback(GuardianResults, Callback):
 
     @_guarded("on_train_end")
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
-        g = self._guardian
-        if g.metrics.records:
-            report = g.judge(with_telemetry=True)
-            if trainer.is_global_zero:
-                ids = ", ".join(sorted({f.rule_id for f in report.findings})) or "none"
-                print(f"TRAINPROOF verdict: {report.verdict.value} ({ids})", file=sys.stderr)
-        if self.report_path is not None and trainer.is_global_zero:
-            g.write_json(self.report_path)
-
-    def _telemetry(self) -> dict[str, float]:
-        out = {}
-        st = self._timer.take()
-        if st is not None:
-            out["step_time"] = st
-        if self._gpu is not None and (util := self._gpu.read()) is not None:
-            out["gpu_util"] = util
-        return out
+        self._guardian.finish(trainer.is_global_zero, self.report_path)
 
 
 def _grad_norm(module: Any) -> float | None:
