@@ -108,8 +108,9 @@ def _manifest_entry(record: object, base: Path, line: int) -> Entry | str:
     return Entry(str(base / audio), text, None if dur is None else float(dur), line)
 
 
-def read_manifest(path: Path, limit: int) -> Listing:
-    out = Listing(str(path), "jsonl-manifest")
+def _text_lines(path: Path, limit: int, out: Listing) -> Iterator[tuple[int, str]]:
+    """(line number, text) of every non-blank line; lines that are not text are
+    counted on `out` as bad and skipped."""
     with open(path, "rb") as fh:
         for line, raw in capped_lines(fh, limit):
             text, why = _decoded(raw, limit)
@@ -119,14 +120,20 @@ def read_manifest(path: Path, limit: int) -> Listing:
             if text is None:
                 out.bad(line, why)
                 continue
-            try:
-                entry = _manifest_entry(json.loads(text), path.parent, line)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                entry = f"not JSON: {getattr(exc, 'msg', type(exc).__name__)}"
-            if isinstance(entry, Entry):
-                out.entries.append(entry)
-            else:
-                out.bad(line, entry)
+            yield line, text
+
+
+def read_manifest(path: Path, limit: int) -> Listing:
+    out = Listing(str(path), "jsonl-manifest")
+    for line, text in _text_lines(path, limit, out):
+        try:
+            entry = _manifest_entry(json.loads(text), path.parent, line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            entry = f"not JSON: {getattr(exc, 'msg', type(exc).__name__)}"
+        if isinstance(entry, Entry):
+            out.entries.append(entry)
+        else:
+            out.bad(line, entry)
     return out
 
 
@@ -135,21 +142,13 @@ def read_ljspeech(path: Path, limit: int) -> Listing:
     ljspeech formatter does), so that is the transcript checked."""
     out = Listing(str(path), "ljspeech")
     wavs = path.parent / "wavs"
-    with open(path, "rb") as fh:
-        for line, raw in capped_lines(fh, limit):
-            text, why = _decoded(raw, limit)
-            if text is not None and not text.strip():
-                continue
-            out.lines += 1
-            if text is None:
-                out.bad(line, why)
-                continue
-            cols = text.split("|")
-            if len(cols) < 2 or not cols[0].strip():
-                out.bad(line, "expected id|text[|normalized text]")
-                continue
-            transcript = cols[2] if len(cols) >= 3 else cols[1]
-            out.entries.append(Entry(str(wavs / f"{cols[0].strip()}.wav"), transcript, None, line))
+    for line, text in _text_lines(path, limit, out):
+        cols = text.split("|")
+        if len(cols) < 2 or not cols[0].strip():
+            out.bad(line, "expected id|text[|normalized text]")
+            continue
+        transcript = cols[2] if len(cols) >= 3 else cols[1]
+        out.entries.append(Entry(str(wavs / f"{cols[0].strip()}.wav"), transcript, None, line))
     return out
 
 
