@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from trainproof.files import require_regular
 from trainproof.probes.dataset_read import (
     Batch,
     ReadTally,
@@ -35,7 +36,6 @@ from trainproof.probes.dataset_read import (
     read_json_array,
     read_jsonl,
     read_parquet,
-    require_regular,
     shard_files,
 )
 from trainproof.probes.dataset_shape import Inspector, Shape, Tally, Unit, detect_shape, fields_seen

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import operator
-import os
-import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from trainproof.files import require_regular
 from trainproof.model import InputError
 from trainproof.parsers.jsonutil import loads
 
@@ -75,21 +74,6 @@ class ReadTally:
         self.oversized_count += 1
         if len(self.oversized) < self.keep:
             self.oversized.append(w)
-
-
-def require_regular(path: Path) -> os.stat_result:
-    """Stat before open: a FIFO, a device (/dev/zero) or a socket is refused, never read."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file or directory") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot stat: {exc.strerror}") from None
-    if not stat.S_ISREG(st.st_mode):
-        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if
-                stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
-        raise InputError(f"{path}: is {kind}; preflight reads regular files only")
-    return st
 
 
 def shard_files(path: Path) -> list[Path]:

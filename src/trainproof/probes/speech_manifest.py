@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from trainproof.files import special_kind, stat_input
 from trainproof.model import InputError
 from trainproof.probes.audio import AUDIO_EXTENSIONS
 
@@ -190,17 +191,12 @@ def _looks_like_jsonl(path: Path) -> bool:
 def read_listing(path: Path, line_limit: int) -> Listing:
     """What PATH lists. Raises InputError for what is no dataset at all (missing, a FIFO,
     a device, a file that is neither a manifest nor metadata.csv)."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise InputError(f"no such file or directory: {path}") from None
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    st = stat_input(path)
     if stat.S_ISDIR(st.st_mode):
         meta = next((path / n for n in LJSPEECH_NAMES if (path / n).is_file()), None)
         return read_ljspeech(meta, line_limit) if meta else read_audio_dir(path, line_limit)
     if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{path} is not a regular file or a directory (a FIFO or a device?)")
+        raise InputError(f"{path}: is {special_kind(st)}, not a regular file or a directory")
     try:
         if path.suffix.lower() in AUDIO_EXTENSIONS:  # one clip: a dataset of one
             return Listing(str(path), "audio-file", [Entry(str(path), None)], lines=1)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainproof.probes.dataset_read import require_regular
+from trainproof.files import require_regular
 
 LENGTH_BATCH = 256  # texts per tokenizer call when only lengths are needed
 

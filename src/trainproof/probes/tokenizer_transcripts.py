@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainproof.files import require_regular
 from trainproof.model import InputError
-from trainproof.probes.dataset_read import decode_line, require_regular
+from trainproof.probes.dataset_read import decode_line
 
 TEXT_KEYS = ("text", "transcript", "sentence", "normalized_text", "transcription")
 DURATION_KEYS = ("duration", "duration_s", "audio_duration", "seconds")
