@@ -3,7 +3,10 @@ need it skip, saying so, when it is absent (a clone outside this workplace)."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -35,3 +38,14 @@ def run_cli(capsys):
         return code, out.out, out.err
 
     return run
+
+
+def evidence_matrix_module() -> ModuleType:
+    """scripts/evidence_matrix.py, loaded once and shared (scripts/ is not a package,
+    and its dataclasses need the module in sys.modules)."""
+    if "evidence_matrix" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("evidence_matrix", ROOT / "scripts" / "evidence_matrix.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["evidence_matrix"] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules["evidence_matrix"]

@@ -1,27 +1,19 @@
 """EVIDENCE_MATRIX.md is generated from the committed logs by trainproof itself; it must
 not go stale, and every committed log must be one a real library wrote, with its meta."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from .conftest import evidence_matrix_module
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load_matrix_module():
-    """scripts/ is not a package; load it once and share it (dataclasses need sys.modules)."""
-    if "evidence_matrix" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("evidence_matrix", ROOT / "scripts" / "evidence_matrix.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["evidence_matrix"] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules["evidence_matrix"]
 
 
-em = _load_matrix_module()
+em = evidence_matrix_module()
 
 
 def test_committed_matrix_is_current():

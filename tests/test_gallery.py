@@ -5,27 +5,19 @@ same-seed healthy run). A change is deliberate: `python scripts/evidence_matrix.
 --update-golden`, which wants the newest CHANGELOG.md section to name the changed
 configurations."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from trainproof.cli import main
 
+from .conftest import evidence_matrix_module
+
 ROOT = Path(__file__).resolve().parents[1]
-def _load_matrix_module():
-    """scripts/ is not a package; load it once and share it (dataclasses need sys.modules)."""
-    if "evidence_matrix" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("evidence_matrix", ROOT / "scripts" / "evidence_matrix.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["evidence_matrix"] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules["evidence_matrix"]
 
 
-em = _load_matrix_module()
+em = evidence_matrix_module()
 
 RUNS = [(c, s) for c in em.CONFIGS for s in em.SEEDS]
 
