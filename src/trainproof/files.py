@@ -27,12 +27,14 @@ def special_kind(st: os.stat_result) -> str:
         return "a FIFO"
     if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
         return "a device"
-    return "not a regular file"
+    if stat.S_ISDIR(st.st_mode):
+        return "a directory"
+    return "a socket or other special file"
 
 
 def require_regular(path: Path) -> os.stat_result:
     """Stat a path that must be a regular file; anything else is refused, never read."""
     st = stat_input(path)
     if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{path}: is {special_kind(st)}; only regular files are read")
+        raise InputError(f"{path}: is {special_kind(st)}, not a regular file; never opened")
     return st

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from trainproof.files import require_regular
 from trainproof.model import InputError, Run, Series
 from trainproof.parsers import coqui, csvlog, hf, jsonl
 from trainproof.parsers.base import Format, RawLog, read_text_head
@@ -63,10 +64,8 @@ def detect(path: Path) -> Format | None:
 
 
 def resolve(path: Path, fmt_name: str = "auto") -> Format:
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
-    if not path.is_dir() and not path.is_file():
-        raise InputError(f"{path}: not a regular file (a FIFO, device or socket is never read)")
+    if not path.is_dir():
+        require_regular(path)  # missing, FIFO, device: one line, never opened
     if fmt_name != "auto":
         if fmt_name not in FORMATS:
             raise InputError(f"unknown --format {fmt_name!r}; known: auto, {', '.join(FORMATS)}")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from trainproof.files import require_regular
 from trainproof.model import InputError
 
 
@@ -109,9 +110,6 @@ def read_text_head(path: Path, size: int = 8192) -> bytes:
 
 
 def require_file(path: Path) -> None:
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
     if path.is_dir():
         raise InputError(f"{path}: is a directory, expected a log file")
-    if not path.is_file():
-        raise InputError(f"{path}: not a regular file")
+    require_regular(path)
