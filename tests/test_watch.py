@@ -126,8 +126,11 @@ def test_ctrl_c_prints_the_last_verdict_and_exits_with_its_code(tmp_path):
     log = tmp_path / "train.jsonl"
     writer("jsonl", log, 60, "diverge", 0).wait(timeout=30)
     env = {**os.environ, "PYTHONPATH": SRC}
+    # A test runner started in the background inherits SIGINT ignored, and Python then
+    # never turns SIGINT into KeyboardInterrupt: give the child the default disposition.
     p = subprocess.Popen([sys.executable, "-m", "trainproof", "watch", str(log), "--interval", "0.1"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     first = p.stdout.readline()  # the first verdict line: it is watching
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=30)
