@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import sys
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from trainproof.commands.compare import compare_all  # noqa: E402
 from trainproof.engine import judge_run  # noqa: E402
 from trainproof.model import InputError, Report, Run  # noqa: E402
 from trainproof.parsers import read_run  # noqa: E402
+from trainproof.records import loss_disagreement  # noqa: E402
 
 MATRIX = ROOT / "EVIDENCE_MATRIX.md"
 GOLDEN = ROOT / "tests" / "golden" / "gallery"
@@ -140,21 +140,6 @@ def evidence_runs() -> list[tuple[str, str, list[tuple[str, Path, Judged]]]]:
     return out
 
 
-def loss_agreement(a: Run, b: Run) -> str | None:
-    """Why two records' loss series differ, or None when they hold the same numbers
-    (to float32 precision: TensorBoard stores float32, CSV the printed value)."""
-    la, lb = a.get("loss"), b.get("loss")
-    if la is None or lb is None:
-        return "a record has no loss series"
-    if len(la) != len(lb):
-        return f"{len(la)} vs {len(lb)} loss points"
-    for x, y in zip(la.values.tolist(), lb.values.tolist(), strict=True):
-        if math.isfinite(x) != math.isfinite(y) or (
-                math.isfinite(x) and not math.isclose(x, y, rel_tol=1e-6)):
-            return f"loss {x!r} vs {y!r}"
-    return None
-
-
 def agreement(records: list[tuple[str, Path, Judged]]) -> str:
     if len(records) < 2:
         return "one record"
@@ -164,7 +149,7 @@ def agreement(records: list[tuple[str, Path, Judged]]) -> str:
     for name, _, j in records[1:]:
         if (j.verdict, j.ids) != (first.verdict, first.ids):
             return f"DISAGREE: {records[0][0]} says {first.verdict} {first.ids}, {name} {j.verdict} {j.ids}"
-        why = loss_agreement(first.run, j.run)  # type: ignore[arg-type]
+        why = loss_disagreement(first.run, j.run)  # type: ignore[arg-type]
         if why is not None:
             return f"same verdict, different numbers: {why}"
     n = len(first.run.get("loss") or ())  # type: ignore[union-attr]

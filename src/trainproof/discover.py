@@ -28,6 +28,9 @@ _CHECKPOINT = re.compile(r"checkpoint-(\d+)$")
 class Discovery:
     logs: list[tuple[Path, Format]] = field(default_factory=list)
     not_judged: list[tuple[Path, str]] = field(default_factory=list)
+    # a directory run -> the other logs found inside it: more records of the same run
+    # (Lightning's metrics.csv beside its event file), judged with it when they agree
+    records: dict[Path, list[tuple[Path, Format]]] = field(default_factory=dict)
 
 
 def _skip_dir(d: Path, name: str) -> bool:
@@ -65,10 +68,12 @@ def discover(root: Path, max_logs: int) -> Discovery:
             if f is not None:
                 found.logs.append((p, f))
     _fold_checkpoints(found)
+    _fold_records(found)
     if len(found.logs) > max_logs:
         for p, _ in found.logs[max_logs:]:
-            found.not_judged.append((p, f"cap reached: only the first {max_logs} logs are judged "
-                                        "(raise --max-logs)"))
+            for q in [p, *(r for r, _ in found.records.pop(p, []))]:
+                found.not_judged.append((q, f"cap reached: only the first {max_logs} logs are judged "
+                                            "(raise --max-logs)"))
         found.logs = found.logs[:max_logs]
     return found
 
@@ -99,4 +104,21 @@ def _fold_checkpoints(found: Discovery) -> None:
                 found.not_judged.append((p, f"checkpoint snapshot, a prefix of {chosen}"))
                 continue
         keep.append((p, f))
+    found.logs = keep
+
+
+def _fold_records(found: Discovery) -> None:
+    """A log that lies inside a directory run (a TensorBoard or W&B run directory) is
+    another record of that run, not a run beside it: it goes with the innermost such
+    directory, and doctor decides from the numbers whether they are one run."""
+    run_dirs = sorted((p for p, _ in found.logs if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
+    if not run_dirs:
+        return
+    keep = []
+    for p, f in found.logs:
+        owner = next((d for d in run_dirs if d != p and d in p.parents), None)
+        if owner is None:
+            keep.append((p, f))
+        else:
+            found.records.setdefault(owner, []).append((p, f))
     found.logs = keep

@@ -5,6 +5,7 @@ compare findings of each log against it."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from trainproof.commands.common import load
@@ -12,6 +13,7 @@ from trainproof.discover import discover
 from trainproof.engine import judge_pair, judge_run
 from trainproof.model import InputError, Location, Report, ReportSet, Run
 from trainproof.parsers import read_run
+from trainproof.records import loss_disagreement, merge_records, primary_first
 from trainproof.rules import status as S
 from trainproof.rules.compare import Pair
 
@@ -49,6 +51,24 @@ def _with_baseline(single: Report, run: Run, baseline: Run, base_report: Report)
                   skipped={**single.skipped, **{f"compare:{k}": v for k, v in cmp.skipped.items()}})
 
 
+def _one_per_run(runs: list[Run], shown: str) -> list[Run]:
+    """Records of one run directory that hold the same loss curve are one run, judged
+    once; a record that disagrees is judged on its own, saying with which it disagrees."""
+    if len(runs) < 2:
+        return runs
+    primary, *others = primary_first(runs)
+    same = [o for o in others if loss_disagreement(primary, o) is None]
+    apart = [o for o in others if o not in same]
+    out = [merge_records(primary, same, shown) if same else primary]
+    for o in apart:
+        why = f"not the same run as {primary.path}: {loss_disagreement(primary, o)}"
+        out.append(replace(o, notes=(why, *o.notes)))
+    if apart:
+        out[0] = replace(out[0], notes=(*out[0].notes, *(f"{o.path} holds another curve; judged on its own"
+                                                         for o in apart)))
+    return out
+
+
 def run(args: argparse.Namespace) -> ReportSet:
     root = Path(args.path)
     if not root.exists():
@@ -57,13 +77,15 @@ def run(args: argparse.Namespace) -> ReportSet:
         raise InputError("--max-logs must be at least 1")
     baseline = load(args.baseline, args) if args.baseline else None
     base_report = judge_run(baseline) if baseline is not None else None
+    records: dict[Path, list[tuple[Path, str]]] = {}
     if root.is_file():
-        found_logs = [(root, None)]
+        found_logs: list[tuple[Path, str | None]] = [(root, None)]
         not_judged: list[tuple[Path, str]] = []
     else:
         found = discover(root, args.max_logs)
         found_logs = [(p, f.name) for p, f in found.logs]
         not_judged = found.not_judged
+        records = {d: [(p, f.name) for p, f in rs] for d, rs in found.records.items()}
     base_path = Path(args.baseline).resolve() if args.baseline else None
     reports = []
     for p, fmt in found_logs:
@@ -71,15 +93,22 @@ def run(args: argparse.Namespace) -> ReportSet:
         if base_path is not None and p.resolve() == base_path:
             not_judged.append((p, "the baseline itself"))
             continue
-        try:
-            r = read_run(p, fmt or getattr(args, "format", "auto"), args.map, display=shown)
-        except InputError as exc:
-            reports.append(_unreadable(shown, fmt or "?", str(exc)))
-            continue
-        single = judge_run(r, required=False)
-        if baseline is not None and base_report is not None:
-            single = _with_baseline(single, r, baseline, base_report)
-        reports.append(single)
+        group = [(p, fmt), *records.get(p, [])]
+        runs = []
+        for q, qfmt in group:
+            q_shown = _display(q, root, args.path)
+            try:
+                runs.append(read_run(q, qfmt or getattr(args, "format", "auto"), args.map, display=q_shown))
+            except InputError as exc:
+                if q == p:
+                    reports.append(_unreadable(shown, qfmt or "?", str(exc)))
+                else:
+                    not_judged.append((q, f"another record of the run {shown}, unreadable: {exc}"))
+        for r in _one_per_run(runs, shown):
+            single = judge_run(r, required=False)
+            if baseline is not None and base_report is not None:
+                single = _with_baseline(single, r, baseline, base_report)
+            reports.append(single)
     if not reports and not not_judged:
         raise InputError(f"{args.path}: no training logs found (looked for: "
                          "trainer_state.json, Coqui logs, TensorBoard event files, JSONL/CSV metrics)")
