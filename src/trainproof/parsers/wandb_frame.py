@@ -1,0 +1,201 @@
+"""W&B record-log framing (`run-<id>.wandb`): header check, blocks, fragments, checksums.
+
+The file starts with a 7-byte header: the ident `:W&B`, the magic 0xBEE1 (uint16,
+little-endian) and a version byte (0). Then LevelDB-log framing: 32 KiB blocks
+counted from the start of the file (the header sits inside block 0), each holding
+records of `uint32 checksum | uint16 length | uint8 type | data`, all little-endian.
+Type is FULL, or FIRST / MIDDLE... / LAST for a payload split across blocks; a block
+whose tail is too short for a record header is padded with zeros.
+
+The checksum is zlib's CRC-32 (not CRC-32C, whatever the writer's comments say) of
+the type byte followed by the data: verified against every record of files written
+by wandb 0.31.0 (tests/fixtures/wandb). A record whose checksum fails is counted and
+never read; its length is trusted only when the next header it points at checks out,
+else reading resumes at the next block. Reading is streamed a few blocks at a time;
+an assembled payload is held only until its LAST fragment (and never above
+MAX_RECORD), so memory does not grow with the file.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from trainproof.model import InputError
+
+IDENT = b":W&B"
+MAGIC = 0xBEE1
+VERSION = 0
+FILE_HEADER = 7
+BLOCK = 32 * 1024
+RECORD_HEADER = 7
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+READ_BLOCKS = 32  # blocks per read: 1 MiB, few enough syscalls, little memory
+MAX_RECORD = 64 << 20  # an assembled payload beyond this (huge media) is skipped, not buffered
+_HEAD = struct.Struct("<IHB")
+_TYPE_CRC = {t: zlib.crc32(bytes([t])) for t in (FULL, FIRST, MIDDLE, LAST)}
+
+
+@dataclass
+class Damage:
+    bad_checksum: int = 0  # record fragments whose CRC failed: never read
+    bad_header: int = 0  # impossible type or length: the rest of that block skipped
+    skipped_bytes: int = 0  # bytes passed over after a bad header or an untrusted length
+    broken: int = 0  # payloads lost because a fragment of theirs was missing or damaged
+    oversized: int = 0  # payloads above MAX_RECORD, skipped
+    truncated: bool = False  # the file ends inside a record or a record header
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.bad_checksum:
+            out.append(f"{self.bad_checksum} record(s) failed their CRC-32 checksum and were not read")
+        if self.bad_header:
+            out.append(f"{self.bad_header} record header(s) are impossible (type or length); "
+                       f"reading resumed at the next 32 KiB block ({self.skipped_bytes} bytes skipped)")
+        elif self.skipped_bytes:
+            out.append(f"{self.skipped_bytes} bytes after a damaged record skipped to the next block")
+        if self.broken:
+            out.append(f"{self.broken} record(s) split across blocks lost a fragment; not read")
+        if self.oversized:
+            out.append(f"{self.oversized} record(s) larger than {MAX_RECORD >> 20} MiB skipped unread")
+        if self.truncated:
+            out.append("file ends inside a record: the writer stopped mid-write (or the copy was cut); "
+                       "read up to the cut")
+        return out
+
+
+def check_header(head: bytes, name: str) -> None:
+    """Raise InputError unless head begins with a W&B record-log header this reader knows."""
+    if not head:
+        raise InputError(f"{name}: empty file, not a W&B run log (no ':W&B' header)")
+    if not head.startswith(IDENT[: len(head)]) or len(head) < FILE_HEADER:
+        raise InputError(f"{name}: not a W&B run log (no ':W&B' header)")
+    magic, version = struct.unpack_from("<HB", head, 4)
+    if magic != MAGIC:
+        raise InputError(f"{name}: W&B log header has magic 0x{magic:04X}, expected 0x{MAGIC:04X}")
+    if version != VERSION:
+        raise InputError(f"{name}: W&B log format version {version} is not supported (known: {VERSION})")
+
+
+def is_header(head: bytes) -> bool:
+    return len(head) >= FILE_HEADER and head.startswith(IDENT) and struct.unpack_from("<H", head, 4)[0] == MAGIC
+
+
+class _Assembler:
+    """Joins FIRST/MIDDLE/LAST fragments; counts payloads that lose a fragment once each."""
+
+    def __init__(self, damage: Damage) -> None:
+        self.damage = damage
+        self.parts: list[bytes] | None = None
+        self.size = 0
+        self.dropping = False  # ignore MIDDLE/LAST until the next FIRST or FULL
+
+    def lose(self) -> None:
+        """The payload being assembled (if any) is lost; its remaining fragments are ignored."""
+        if self.parts is not None:
+            self.damage.broken += 1
+        self.parts, self.size, self.dropping = None, 0, True
+
+    def take(self, kind: int, data: bytes) -> bytes | None:
+        if kind in (FULL, FIRST):
+            if self.parts is not None:
+                self.damage.broken += 1  # a FIRST that never got its LAST
+            self.dropping = False
+            if kind == FULL:
+                self.parts = None
+                return data
+            self.parts, self.size = [data], len(data)
+            return None
+        if self.parts is None:  # MIDDLE/LAST with no FIRST before it
+            if not self.dropping:
+                self.damage.broken += 1
+            self.dropping = kind == MIDDLE
+            return None
+        self.parts.append(data)
+        self.size += len(data)
+        if self.size > MAX_RECORD:
+            self.damage.oversized += 1
+            self.parts, self.size, self.dropping = None, 0, kind == MIDDLE
+            return None
+        if kind == MIDDLE:
+            return None
+        out = b"".join(self.parts)
+        self.parts, self.size = None, 0
+        return out
+
+
+def _verified(block: bytes, pos: int) -> bool:
+    """Does a record header that checks out (or the block's end) sit at pos?"""
+    n = len(block)
+    if n - pos < RECORD_HEADER:
+        return not block[pos:].strip(b"\0")
+    crc, length, kind = _HEAD.unpack_from(block, pos)
+    end = pos + RECORD_HEADER + length
+    if kind not in _TYPE_CRC:
+        return False
+    if end > n:
+        return n < BLOCK  # runs past a partial last block: the file was cut there
+    return zlib.crc32(block[pos + RECORD_HEADER:end], _TYPE_CRC[kind]) == crc
+
+
+def _block(block: bytes, pos: int, asm: _Assembler, last: bool) -> Iterator[bytes]:
+    """The payloads completed in one block (pos: where its records start)."""
+    damage, n = asm.damage, len(block)
+    while n - pos >= RECORD_HEADER:
+        crc, length, kind = _HEAD.unpack_from(block, pos)
+        end = pos + RECORD_HEADER + length
+        if kind == 0 and length == 0 and crc == 0 and not block[pos:].strip(b"\0"):
+            return  # zero-filled tail (preallocated or padding)
+        if end > n and last and n < BLOCK and kind in _TYPE_CRC:
+            damage.truncated = True
+            return
+        if kind not in _TYPE_CRC or end > n:
+            damage.bad_header += 1
+            damage.skipped_bytes += n - pos
+            asm.lose()
+            return
+        data = block[pos + RECORD_HEADER:end]
+        if zlib.crc32(data, _TYPE_CRC[kind]) != crc:
+            damage.bad_checksum += 1
+            asm.lose()
+            if not _verified(block, end):
+                damage.skipped_bytes += n - end
+                return
+        else:
+            got = asm.take(kind, data)
+            if got is not None:
+                yield got
+        pos = end
+    if pos < n and last and n < BLOCK and block[pos:].strip(b"\0"):
+        damage.truncated = True  # a record header cut short by the end of the file
+
+
+def read_payloads(fh: BinaryIO, damage: Damage, name: str) -> Iterator[bytes]:
+    """Every intact record payload of a W&B log, in file order, streamed."""
+    head = fh.read(FILE_HEADER)
+    check_header(head, name)
+    asm = _Assembler(damage)
+    first = BLOCK - FILE_HEADER  # the rest of block 0 after the file header
+    pos_in_block = FILE_HEADER
+    while True:
+        chunk = fh.read(first if first else BLOCK * READ_BLOCKS)
+        want = first if first else BLOCK * READ_BLOCKS
+        eof = len(chunk) < want
+        start = 0
+        while start < len(chunk):
+            size = BLOCK - pos_in_block
+            block = chunk[start:start + size]
+            last = eof and start + size >= len(chunk)
+            # _block works on whole-block offsets: pad block 0 at the front with the header
+            offset = pos_in_block
+            yield from _block(b"\0" * offset + block if offset else block, offset, asm, last)
+            start += size
+            pos_in_block = 0
+        first = 0
+        if eof:
+            break
+    if asm.parts is not None:
+        damage.truncated = True
