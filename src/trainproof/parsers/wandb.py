@@ -49,8 +49,15 @@ def log_files(d: Path) -> list[Path]:
 
 
 def sniff_dir(d: Path) -> bool:
-    """A wandb run directory: named as wandb names them, holding a `.wandb` log."""
-    return _RUN_DIR.match(d.name) is not None and bool(log_files(d))
+    """A wandb run directory: named as wandb names them (or wandb's `latest-run` link
+    to one), holding a `.wandb` log."""
+    named = _RUN_DIR.match(d.name) is not None
+    if not named and d.is_symlink():
+        try:
+            named = _RUN_DIR.match(d.resolve().name) is not None
+        except (OSError, RuntimeError):  # a link loop or a dangling link
+            return False
+    return named and bool(log_files(d))
 
 
 def _declared(declared: dict[str, str]) -> str | None:
@@ -97,7 +104,7 @@ class _Reader:
     def read_file(self, path: Path, label: str) -> None:
         damage = Damage()
         with open(path, "rb") as fh:
-            for payload in read_payloads(fh, damage, label):
+            for payload in read_payloads(fh, damage, str(path)):
                 row = decode(payload, self.tally)
                 if row:
                     self.rows.append(row)
