@@ -222,14 +222,15 @@ def _flip(tmp_path: Path, offset: int) -> Path:
 
 
 def _history_record_index(k: int) -> tuple[int, int]:
-    """(span start, row number) of the k-th FULL history record."""
-    b, row = PLAIN.read_bytes(), -1
+    """(start, _step) of the k-th history record written whole (FULL)."""
+    b, found = PLAIN.read_bytes(), -1
     tally = Tally()
     for start, end, kind in record_spans(PLAIN):
-        if kind == 1 and decode(b[start + 7:end], tally) is not None:
-            row += 1
-            if row == k:
-                return start, row
+        row = decode(b[start + 7:end], tally) if kind == 1 else None
+        if row is not None:
+            found += 1
+            if found == k:
+                return start, int(row["_step"])
     raise AssertionError(k)
 
 
@@ -242,12 +243,15 @@ def test_a_flipped_data_byte_fails_its_checksum_and_that_row_alone_is_lost(tmp_p
     assert row not in steps.tolist() and len(steps) == len(calls("plain")) - 1
 
 
-def test_a_flipped_length_byte_skips_to_the_next_block(tmp_path):
-    start, _ = _history_record_index(40)
-    raw = wb.read(_flip(tmp_path, start + 5))  # the high byte of the length: the record runs off
-    assert any("record header(s) are impossible" in n or "failed their CRC-32" in n for n in raw.notes)
-    assert 0 < raw.records < len(calls("plain"))
-    assert raw.columns["loss"][0][-1] == len(calls("plain")) - 1  # later blocks still read
+@pytest.mark.parametrize("k", [40, 118])  # a full block, and the file's last, partial one
+def test_a_flipped_length_byte_loses_that_record_and_reading_resumes(tmp_path, k):
+    start, row = _history_record_index(k)
+    raw = wb.read(_flip(tmp_path, start + 5))  # the length's high byte: the record runs off
+    assert any("impossible (type or length)" in n or "failed their CRC-32" in n for n in raw.notes)
+    assert any("reading resumed at the next record that checks out" in n for n in raw.notes)
+    assert not any("file ends inside a record" in n for n in raw.notes)
+    assert raw.records == len(calls("plain")) - 1
+    assert row not in raw.columns["loss"][0].tolist()
 
 
 def _split_records() -> list[tuple[int, bool]]:

@@ -10,8 +10,9 @@ whose tail is too short for a record header is padded with zeros.
 The checksum is zlib's CRC-32 (not CRC-32C, whatever the writer's comments say) of
 the type byte followed by the data: verified against every record of files written
 by wandb 0.31.0 (tests/fixtures/wandb). A record whose checksum fails is counted and
-never read; its length is trusted only when the next header it points at checks out,
-else reading resumes at the next block. Reading is streamed a few blocks at a time;
+never read; its length is trusted only when the record it points at checks out, else
+reading resumes at the next position in the block that holds a record that does (a
+CRC-32 match by chance is a one in four billion event). Reading is streamed a few blocks at a time;
 an assembled payload is held only until its LAST fragment (and never above
 MAX_RECORD), so memory does not grow with the file.
 """
@@ -42,8 +43,8 @@ _TYPE_CRC = {t: zlib.crc32(bytes([t])) for t in (FULL, FIRST, MIDDLE, LAST)}
 @dataclass
 class Damage:
     bad_checksum: int = 0  # record fragments whose CRC failed: never read
-    bad_header: int = 0  # impossible type or length: the rest of that block skipped
-    skipped_bytes: int = 0  # bytes passed over after a bad header or an untrusted length
+    bad_header: int = 0  # impossible type or length: reading resumes at the next good record
+    skipped_bytes: int = 0  # bytes passed over after a damaged record, beyond its own length
     broken: int = 0  # payloads lost because a fragment of theirs was missing or damaged
     oversized: int = 0  # payloads above MAX_RECORD, skipped
     truncated: bool = False  # the file ends inside a record or a record header
@@ -53,10 +54,11 @@ class Damage:
         if self.bad_checksum:
             out.append(f"{self.bad_checksum} record(s) failed their CRC-32 checksum and were not read")
         if self.bad_header:
-            out.append(f"{self.bad_header} record header(s) are impossible (type or length); "
-                       f"reading resumed at the next 32 KiB block ({self.skipped_bytes} bytes skipped)")
-        elif self.skipped_bytes:
-            out.append(f"{self.skipped_bytes} bytes after a damaged record skipped to the next block")
+            out.append(f"{self.bad_header} record header(s) are impossible (type or length) and were "
+                       "not read")
+        if self.skipped_bytes:
+            out.append(f"{self.skipped_bytes} bytes after damaged records skipped: reading resumed at the "
+                       "next record that checks out")
         if self.broken:
             out.append(f"{self.broken} record(s) split across blocks lost a fragment; not read")
         if self.oversized:
@@ -127,49 +129,66 @@ class _Assembler:
         return out
 
 
-def _verified(block: bytes, pos: int) -> bool:
-    """Does a record header that checks out (or the block's end) sit at pos?"""
+def _verified(block: bytes, pos: int, cut_ok: bool) -> bool:
+    """Does a record that checks out start at pos? (cut_ok: a record running past the
+    end of the file's last block counts; the file may have been cut there.)"""
     n = len(block)
-    if n - pos < RECORD_HEADER:
-        return not block[pos:].strip(b"\0")
     crc, length, kind = _HEAD.unpack_from(block, pos)
     end = pos + RECORD_HEADER + length
-    if kind not in _TYPE_CRC:
+    if kind not in _TYPE_CRC or end > BLOCK:
         return False
     if end > n:
-        return n < BLOCK  # runs past a partial last block: the file was cut there
+        return cut_ok
     return zlib.crc32(block[pos + RECORD_HEADER:end], _TYPE_CRC[kind]) == crc
 
 
-def _block(block: bytes, pos: int, asm: _Assembler, last: bool) -> Iterator[bytes]:
-    """The payloads completed in one block (pos: where its records start)."""
+def _resume(block: bytes, pos: int) -> int:
+    """Where reading resumes after damage at pos: the next position holding a record
+    that checks out, or the block's end (the next block starts clean)."""
+    n = len(block)
+    if n - pos < RECORD_HEADER or not block[pos:].strip(b"\0"):
+        return n
+    for q in range(pos, n - RECORD_HEADER + 1):
+        if block[q + 6] in _TYPE_CRC and _verified(block, q, cut_ok=False):  # the type byte first: cheap
+            return q
+    return n
+
+
+def _block(block: bytes, pos: int, asm: _Assembler) -> Iterator[bytes]:
+    """The payloads completed in one block (pos: where its records start). A block
+    shorter than BLOCK is the file's last, so a record running past it was cut."""
     damage, n = asm.damage, len(block)
     while n - pos >= RECORD_HEADER:
         crc, length, kind = _HEAD.unpack_from(block, pos)
         end = pos + RECORD_HEADER + length
+        nxt = -1  # where reading resumes after damage, once known
         if kind == 0 and length == 0 and crc == 0 and not block[pos:].strip(b"\0"):
             return  # zero-filled tail (preallocated or padding)
-        if end > n and last and n < BLOCK and kind in _TYPE_CRC:
-            damage.truncated = True
-            return
-        if kind not in _TYPE_CRC or end > n:
+        if kind not in _TYPE_CRC or end > BLOCK:  # no writer makes this: a damaged header
             damage.bad_header += 1
-            damage.skipped_bytes += n - pos
-            asm.lose()
-            return
-        data = block[pos + RECORD_HEADER:end]
-        if zlib.crc32(data, _TYPE_CRC[kind]) != crc:
-            damage.bad_checksum += 1
-            asm.lose()
-            if not _verified(block, end):
-                damage.skipped_bytes += n - end
+        elif end > n:  # the file was cut in this record, unless good records follow
+            nxt = _resume(block, pos + 1)
+            if nxt == n:
+                damage.truncated = True
                 return
+            damage.bad_header += 1
+        elif zlib.crc32(block[pos + RECORD_HEADER:end], _TYPE_CRC[kind]) != crc:
+            damage.bad_checksum += 1
         else:
-            got = asm.take(kind, data)
+            got = asm.take(kind, block[pos + RECORD_HEADER:end])
             if got is not None:
                 yield got
-        pos = end
-    if pos < n and last and n < BLOCK and block[pos:].strip(b"\0"):
+            pos = end
+            continue
+        asm.lose()
+        # the length is trusted only when a good record follows where it points
+        if end <= n and (n - end < RECORD_HEADER or _verified(block, end, cut_ok=True)):
+            pos = end
+        else:
+            nxt = nxt if nxt >= 0 else _resume(block, pos + 1)
+            damage.skipped_bytes += nxt - pos
+            pos = nxt
+    if pos < n and n < BLOCK and block[pos:].strip(b"\0"):
         damage.truncated = True  # a record header cut short by the end of the file
 
 
@@ -188,10 +207,9 @@ def read_payloads(fh: BinaryIO, damage: Damage, name: str) -> Iterator[bytes]:
         while start < len(chunk):
             size = BLOCK - pos_in_block
             block = chunk[start:start + size]
-            last = eof and start + size >= len(chunk)
             # _block works on whole-block offsets: pad block 0 at the front with the header
             offset = pos_in_block
-            yield from _block(b"\0" * offset + block if offset else block, offset, asm, last)
+            yield from _block(b"\0" * offset + block if offset else block, offset, asm)
             start += size
             pos_in_block = 0
         first = 0

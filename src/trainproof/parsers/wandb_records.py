@@ -23,13 +23,14 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from trainproof.parsers.tfevents_proto import Undecodable, fields
+from trainproof.parsers.tfevents_proto import Undecodable, fields, varint
 
 HISTORY, METRIC, RUN, EXIT, HEADER = 2, 12, 17, 18, 21
 _WANTED = frozenset((HISTORY, METRIC, RUN, EXIT, HEADER))
 _F64 = struct.Struct("<d")
 _KINDS = {ord('"'): "string", ord("["): "list", ord("{"): "dict", ord("t"): "boolean", ord("f"): "boolean"}
 _MAX_KEYS_NAMED = 5
+_KEY_CACHE = 65536  # distinct keys whose decoded str is kept (a run logs a few hundred)
 
 
 @dataclass
@@ -40,6 +41,7 @@ class Tally:
     ignored_keys: list[str] = field(default_factory=list)  # the first few keys that held them
     step_metrics: dict[str, str] = field(default_factory=dict)  # metric name or glob -> its step metric
     meta: dict[str, object] = field(default_factory=dict)
+    keys: dict[bytes, str] = field(default_factory=dict)  # decoded key names, by their bytes
 
     def ignore(self, kind: str, key: str) -> None:
         self.ignored[kind] = self.ignored.get(kind, 0) + 1
@@ -95,21 +97,56 @@ def _item(buf: bytes, span: tuple[int, int]) -> tuple[str, float | str | None]:
     return key or "/".join(path), value
 
 
+def _common_item(buf: bytes, s: int, e: int, keys: dict[bytes, str]) -> tuple[str, float | str | None] | None:
+    """The item shape wandb writes for nearly every value, read without the walker:
+    one key (or a one-part nested_key) and a value_json, both shorter than 128 bytes."""
+    if e - s < 5 or buf[s] not in (0x0A, 0x12) or buf[s + 1] >= 0x80:
+        return None
+    k = s + 2 + buf[s + 1]
+    if k + 3 > e or buf[k] != 0x82 or buf[k + 1] != 0x01 or k + 3 + buf[k + 2] != e:
+        return None
+    raw = buf[s + 2:k]
+    key = keys.get(raw)
+    if key is None:
+        key = raw.decode("utf-8", "replace")
+        if len(keys) < _KEY_CACHE:
+            keys[raw] = key
+    return key, json_value(buf[k + 3:e])
+
+
 def history_row(buf: bytes, span: tuple[int, int], tally: Tally) -> dict[str, float]:
-    """One history row: its numeric values by key."""
+    """One history row: its numeric values by key. Walks the record's fields inline
+    (this loop runs once per logged value, the bulk of a large file)."""
     row: dict[str, float] = {}
     step = None
-    for num, wt, v in fields(buf, *span):
-        if num == 1 and wt == 2:
-            key, value = _item(buf, v)
-            if not key:
-                continue
-            if type(value) is float:
-                row[key] = value
-            elif value is not None:
-                tally.ignore(value, key)  # type: ignore[arg-type]
-        elif num == 2 and wt == 2:
-            step = next((float(x) for n, w, x in fields(buf, *v) if n == 1 and w == 0), 0.0)
+    pos, end = span
+    while pos < end:
+        tag, pos = varint(buf, pos, end)
+        wt = tag & 7
+        if wt == 2:
+            n, pos = varint(buf, pos, end)
+            e = pos + n
+            if e > end:
+                raise Undecodable("field runs past its message")
+            if tag == 0x0A:  # item
+                got = _common_item(buf, pos, e, tally.keys) or _item(buf, (pos, e))
+                key, value = got
+                if type(value) is float:
+                    row[key] = value
+                elif value is not None and key:
+                    tally.ignore(value, key)  # type: ignore[arg-type]
+            elif tag == 0x12:  # step
+                step = next((float(x) for n2, w2, x in fields(buf, pos, e) if n2 == 1 and w2 == 0), 0.0)
+            pos = e
+        elif wt == 0:
+            pos = varint(buf, pos, end)[1]
+        elif wt in (1, 5):
+            pos += 8 if wt == 1 else 4
+        else:
+            raise Undecodable(f"wire type {wt}")
+    if pos > end:
+        raise Undecodable("field runs past its message")
+    row.pop("", None)
     if "_step" not in row and step is not None:
         row["_step"] = step
     tally.history += 1
