@@ -397,3 +397,15 @@ def test_a_payload_that_is_not_a_record_is_counted():
     tally = Tally()
     assert decode(b"\x12\x50abc", tally) is None  # a history field running past its payload
     assert tally.undecodable == 1
+
+
+@pytest.mark.parametrize("keys, declared, step", [
+    ({"_step", "train/global_step", "train/loss"}, {"*": "train/global_step"}, "train/global_step"),
+    ({"_step", "epoch", "acc"}, {"acc": "epoch"}, "epoch"),  # one step metric for all it names
+    ({"_step", "global_step", "loss"}, {}, "global_step"),  # the run's own step, undeclared
+    ({"_step", "loss"}, {"*": "missing"}, "_step"),  # declared but never logged
+    ({"loss"}, {}, None),
+])
+def test_the_step_column_choice(keys, declared, step):
+    got, why = wb.choose_step(keys, declared)
+    assert got == step and why

@@ -197,23 +197,14 @@ def read_payloads(fh: BinaryIO, damage: Damage, name: str) -> Iterator[bytes]:
     head = fh.read(FILE_HEADER)
     check_header(head, name)
     asm = _Assembler(damage)
-    first = BLOCK - FILE_HEADER  # the rest of block 0 after the file header
-    pos_in_block = FILE_HEADER
-    while True:
-        chunk = fh.read(first if first else BLOCK * READ_BLOCKS)
-        want = first if first else BLOCK * READ_BLOCKS
-        eof = len(chunk) < want
-        start = 0
-        while start < len(chunk):
-            size = BLOCK - pos_in_block
-            block = chunk[start:start + size]
-            # _block works on whole-block offsets: pad block 0 at the front with the header
-            offset = pos_in_block
-            yield from _block(b"\0" * offset + block if offset else block, offset, asm)
-            start += size
-            pos_in_block = 0
-        first = 0
-        if eof:
-            break
+    block0 = fh.read(BLOCK - FILE_HEADER)
+    # _block works on offsets within a whole block: block 0 gets the file header's place back
+    yield from _block(bytes(FILE_HEADER) + block0, FILE_HEADER, asm)
+    eof = len(block0) < BLOCK - FILE_HEADER
+    while not eof:
+        chunk = fh.read(BLOCK * READ_BLOCKS)
+        eof = len(chunk) < BLOCK * READ_BLOCKS
+        for start in range(0, len(chunk), BLOCK):
+            yield from _block(chunk[start:start + BLOCK], 0, asm)
     if asm.parts is not None:
         damage.truncated = True
