@@ -121,10 +121,17 @@ def history_row(buf: bytes, span: tuple[int, int], tally: Tally) -> dict[str, fl
     step = None
     pos, end = span
     while pos < end:
-        tag, pos = varint(buf, pos, end)
+        tag = buf[pos]  # one-byte varints (tags, short lengths) read inline: the common case
+        if tag < 0x80:
+            pos += 1
+        else:
+            tag, pos = varint(buf, pos, end)
         wt = tag & 7
         if wt == 2:
-            n, pos = varint(buf, pos, end)
+            if pos < end and buf[pos] < 0x80:
+                n, pos = buf[pos], pos + 1
+            else:
+                n, pos = varint(buf, pos, end)
             e = pos + n
             if e > end:
                 raise Undecodable("field runs past its message")
