@@ -7,14 +7,14 @@ records of `uint32 checksum | uint16 length | uint8 type | data`, all little-end
 Type is FULL, or FIRST / MIDDLE... / LAST for a payload split across blocks; a block
 whose tail is too short for a record header is padded with zeros.
 
-The checksum is zlib's CRC-32 (not CRC-32C, whatever the writer's comments say) of
-the type byte followed by the data: verified against every record of files written
-by wandb 0.31.0 (tests/fixtures/wandb). A record whose checksum fails is counted and
-never read; its length is trusted only when the record it points at checks out, else
-reading resumes at the next position in the block that holds a record that does (a
-CRC-32 match by chance is a one in four billion event). Reading is streamed a few blocks at a time;
-an assembled payload is held only until its LAST fragment (and never above
-MAX_RECORD), so memory does not grow with the file.
+The checksum is zlib's CRC-32 of the type byte followed by the data (the format
+comment in wandb's source says CRC-32C; its files use CRC-32): verified against every
+record of files written by wandb 0.31.0 (tests/fixtures/wandb). A record whose
+checksum fails is counted and never read; its length is trusted only when the record
+it points at checks out, else reading resumes at the next position in the block that
+holds a record that does (a chance CRC-32 match is a one in four billion event).
+Reading is streamed a few blocks at a time; an assembled payload is held only until
+its LAST fragment (and never above MAX_RECORD), so memory does not grow with the file.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ _TYPE_CRC = {t: zlib.crc32(bytes([t])) for t in (FULL, FIRST, MIDDLE, LAST)}
 class Damage:
     bad_checksum: int = 0  # record fragments whose CRC failed: never read
     bad_header: int = 0  # impossible type or length: reading resumes at the next good record
-    skipped_bytes: int = 0  # bytes passed over after a damaged record, beyond its own length
+    skipped_bytes: int = 0  # from a damaged record whose length was not trusted to where reading resumed
     broken: int = 0  # payloads lost because a fragment of theirs was missing or damaged
     oversized: int = 0  # payloads above MAX_RECORD, skipped
     truncated: bool = False  # the file ends inside a record or a record header
