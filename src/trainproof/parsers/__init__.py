@@ -11,7 +11,7 @@ import numpy as np
 
 from trainproof.files import require_regular
 from trainproof.model import InputError, Run, Series
-from trainproof.parsers import coqui, csvlog, hf, jsonl
+from trainproof.parsers import coqui, csvlog, hf, jsonl, wandb
 from trainproof.parsers.base import Format, RawLog, read_text_head
 from trainproof.parsers.columns import CANONICAL, choose
 
@@ -27,6 +27,7 @@ def register(fmt: Format, sniff_dir: DirSniff | None = None) -> None:
 
 
 register(Format(hf.NAME, hf.sniff, hf.read, "HuggingFace Trainer trainer_state.json"))
+wandb.register_into(register)  # a binary header or the .wandb suffix: decided before any text sniff
 register(Format(coqui.NAME, coqui.sniff, coqui.read, "Coqui Trainer text log (trainer_0_log.txt)"))
 register(Format(jsonl.NAME, jsonl.sniff, jsonl.read, "JSON Lines, one metrics object per line"))
 register(Format(csvlog.NAME, csvlog.sniff, csvlog.read, "CSV/TSV with a header row"))

@@ -19,6 +19,9 @@ from trainproof.parsers.rows import add_rows, find_step_key, flatten
 NAME = "jsonl"
 BLOCK = 8 << 20
 MAX_LINE = 64 << 20  # a longer "line" is not a log record; skip it instead of buffering it
+# One object of last values, not a log: W&B's end-of-run summary (files/wandb-summary.json);
+# that run's history is read from its run directory (parsers/wandb).
+SUMMARIES = frozenset({"wandb-summary.json"})
 
 
 @dataclass
@@ -30,7 +33,7 @@ class Tally:
 
 
 def sniff(name: str, head: bytes) -> bool:
-    if name.endswith((".json",)) and b'"log_history"' in head:
+    if name in SUMMARIES or (name.endswith((".json",)) and b'"log_history"' in head):
         return False
     for line in head.splitlines()[:20]:
         line = line.strip()
