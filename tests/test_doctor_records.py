@@ -85,3 +85,13 @@ def test_the_richer_record_leads_and_lends_its_extra_series():
     assert merged.path == "run_dir" and set(merged.series) == {"loss", "lr", "grad_norm", "eval_loss"}
     assert merged.series["eval_loss"] is csv.series["eval_loss"]
     assert any("eval_loss read from m.csv" in n for n in merged.notes)
+
+
+def test_a_wandb_run_that_synced_tensorboard_is_one_run(run_cli):
+    """Written by wandb 0.31.0 with sync_tensorboard=True (scripts/fixtures/make_records_fixtures.py):
+    the .wandb log and the event files wandb keeps inside its run directory are one run."""
+    code, doc = _doctor(run_cli, ROOT / "tests" / "fixtures" / "records" / "wandb_tb_sync")
+    [report] = doc["reports"]
+    assert code == 0 and report["verdict"] == "PASS" and report["format"] == "wandb"
+    [note] = [n for n in report["notes"] if n.startswith("one run")]
+    assert "same 40 loss values" in note and note.count("files/tb") >= 1
