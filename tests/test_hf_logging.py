@@ -1,7 +1,7 @@
-"""trainer_state.json files the real transformers 5.x Trainer wrote with each logging
-option that adds keys to its entries (tests/fixtures/core/hf_logging, made by
-scripts/fixtures/make_hf_logging_fixtures.py). With include_num_input_tokens_seen every
-per-step entry carries train_runtime; the summary is still told apart by its structure."""
+"""trainer_state.json files the real transformers Trainer (5.24 and 4.57) wrote with each
+logging option that adds keys to its entries (tests/fixtures/core/hf_logging/v5_*, v4_*,
+made by scripts/fixtures/make_hf_logging_fixtures.py). With include_num_input_tokens_seen
+every per-step entry carries train_runtime; the summary is still told apart by its structure."""
 
 from __future__ import annotations
 
@@ -18,7 +18,11 @@ CASES = sorted(p.name for p in (FIXTURES / "hf_logging").iterdir())
 
 
 def test_every_case_is_there():
-    assert CASES == ["memory_metrics", "tokens_seen", "tokens_seen_eval", "tokens_seen_non_padding"]
+    common = ["memory_metrics", "tokens_seen", "tokens_seen_eval", "tokens_seen_non_padding"]
+    assert sorted([f"v4_{c}" for c in [*common, "tokens_per_second"]] + [f"v5_{c}" for c in common]) == CASES
+    for case in CASES:
+        version = json.loads((FIXTURES / "hf_logging" / case / "expected.json").read_text())["transformers"]
+        assert version.startswith(case[1])
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -34,9 +38,10 @@ def test_every_logged_loss_is_read_and_the_summary_is_meta(case):
     assert run.records == len(json.loads((folder / "trainer_state.json").read_text())["log_history"]) - 1
 
 
-def test_per_step_entries_carry_train_runtime_in_this_transformers():
+@pytest.mark.parametrize("case", ["v4_tokens_seen", "v5_tokens_seen"])
+def test_per_step_entries_carry_train_runtime(case):
     """The reason the old one-key test failed: the real per-step keys, as logged."""
-    expected = json.loads((FIXTURES / "hf_logging" / "tokens_seen" / "expected.json").read_text())
+    expected = json.loads((FIXTURES / "hf_logging" / case / "expected.json").read_text())
     assert {"loss", "train_runtime", "train_tokens_per_second"} <= set(expected["per_step_keys"])
 
 
