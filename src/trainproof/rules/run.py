@@ -164,7 +164,7 @@ ZERO_LOSS_ONSET = rule(
 
 @check("zero-loss", ZERO_LOSS, ZERO_LOSS_ONSET, loss_curve=True)
 def loss_exactly_zero(run: Run) -> list[Finding] | Skip:
-    s = finite_loss(run, int(min(ZERO_LOSS.t("min_points"), ZERO_LOSS_ONSET.t("min_tail"))))
+    s = finite_loss(run, int(min(ZERO_LOSS.t("min_points"), ZERO_LOSS_ONSET.t("min_points"))))
     if isinstance(s, Skip):
         return s
     zero = s.values == 0.0
