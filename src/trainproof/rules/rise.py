@@ -24,10 +24,10 @@ LOSS_ROSE = rule(
     thresholds={
         "ratio": Threshold(
             DIVERGE.t("ratio"), "x first loss",
-            "The same margin TP-DIVERGE demands over the floor. A log this short cannot measure "
-            "its own noise, so the margin stands in for it: epoch means move by a few percent "
-            "between epochs, and a run that learns ends below its first logged loss, which is "
-            "at or above every floor the run reaches."),
+            "TP-DIVERGE's margin over the floor; the first point is at or above the floor, so a "
+            "rise this test calls also clears TP-DIVERGE's ratio. A log this short cannot measure "
+            "its own noise (TP-DIVERGE's standard-error test needs blocks of points), so the "
+            "margin alone stands in for it: healthy gallery runs end <= 1.15x their floor."),
         "min_points": Threshold(2, "finite loss points", "A start and an end; the ratio margin, "
                                 "not more points, guards against noise."),
         "divergence_points": DIVERGE.thresholds["min_points"],
