@@ -149,6 +149,21 @@ def test_a_healthy_run_is_never_stopped(blocks, tmp_path, capsys):
     assert "no gpu_util" in cb.report.skipped["gpu-util"]  # no GPU here: silently no column
 
 
+def test_per_step_entries_with_train_runtime_are_judged_as_points(blocks, tmp_path):
+    """include_num_input_tokens_seen puts train_runtime into every per-step log event
+    (transformers 5.x); the callback must still judge them, and skip only the summary."""
+    data, vocab = blocks
+    torch.manual_seed(0)
+    cb = TrainproofCallback(policy="warn")
+    trainer = train(gpt2(vocab), data, 3e-3, cb, tmp_path, include_num_input_tokens_seen=True)
+    steps = [e for e in trainer.state.log_history if "loss" in e]
+    assert len(steps) == STEPS
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        assert all("train_runtime" in e for e in steps)  # the layout that used to hide every point
+    assert cb.report is not None and cb.verdict is not Verdict.NOT_CHECKED
+    assert cb.report.records == STEPS and "divergence" in cb.report.ran
+
+
 def test_nan_hidden_by_the_logging_filter_is_caught_from_the_grad_norm(blocks, tmp_path, capsys):
     data, vocab = blocks
     torch.manual_seed(0)

@@ -50,6 +50,7 @@ class SkipKind(str, enum.Enum):
     TOO_FEW = "too few points"
     DEGENERATE = "degenerate data"
     NOT_REQUESTED = "not requested"
+    COVERED = "judged by another check"
     FAILED = "checker failed"
 
 

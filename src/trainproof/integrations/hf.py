@@ -29,13 +29,12 @@ from trainproof.integrations._guardian import (
     telemetry,
     warn_message,
 )
+from trainproof.parsers.hf import is_summary
 
 try:
     from transformers import TrainerCallback
 except ImportError as exc:  # pragma: no cover - exercised only without transformers
     raise ImportError("trainproof.integrations.hf needs transformers (pip install transformers)") from exc
-
-_SUMMARY_KEYS = ("train_runtime", "total_flos")  # the end-of-training summary, not a loss point
 
 
 def _guarded(where: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -72,7 +71,7 @@ class TrainproofCallback(GuardianResults, TrainerCallback):
 
     @_guarded("on_log")
     def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any) -> None:
-        if not logs or any(k in logs for k in _SUMMARY_KEYS):
+        if not logs or is_summary(logs):  # the end-of-training totals, not a point
             return
         values = numeric(logs)
         if not values:

@@ -38,7 +38,7 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
     ),
     "step": (
         "step", "global_step", "iter", "iteration", "train_global_step", "trainer_global_step",
-        "_step", "num_steps", "steps",
+        "_step", "num_steps", "steps", "current_steps",
     ),
     "time": ("time", "timestamp", "elapsed", "_timestamp", "wall_time", "_runtime"),
     "step_time": (

@@ -1,6 +1,7 @@
 """HuggingFace Trainer `trainer_state.json`: the `log_history` list, train and eval
-entries alike. The end-of-training summary entry (train_runtime, train_loss, ...)
-is run metadata, not a loss point.
+entries alike. The end-of-training summary entry (train_loss as the run's average,
+train_runtime, total_flos, ...) is run metadata, not a loss point; `is_summary` is
+the one place that tells it apart, for this reader and for the HF callback.
 
 A million-entry log_history decoded at once costs ~0.6 KB of Python objects per
 entry, so the list is decoded in slices of a few MB cut at entry boundaries and
@@ -11,7 +12,7 @@ decoded in one piece instead: slower, never wrong."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,10 @@ _HISTORY = re.compile(rb'"log_history"\s*:\s*\[')
 _EMPTY = re.compile(rb"\s*\]")
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _END = re.compile(rb"\}\s*\]")
-_SUMMARY_KEYS = ("train_runtime", "total_flos")
+# Keys only the end-of-training summary carries together with no per-step loss. Per-step
+# entries can carry train_runtime too (transformers 5.x, include_num_input_tokens_seen).
+_RUN_TOTALS = ("train_loss", "total_flos", "train_runtime")
+_POINT_KEYS = ("loss", "eval_loss")
 _META_KEYS = ("global_step", "max_steps", "logging_steps", "eval_steps", "save_steps",
               "num_train_epochs", "best_model_checkpoint", "best_metric", "train_batch_size")
 
@@ -94,9 +98,9 @@ def read(path: Path) -> RawLog:
         for entries, bools in chunks:
             rows = entries if set(map(type, entries)) == {dict} else [e for e in entries if type(e) is dict]
             not_objects += len(entries) - len(rows)
-            points = [e for e in rows if not _is_summary(e)] if any(map(_is_summary, rows[-3:])) else rows
+            points = [e for e in rows if not is_summary(e)] if any(map(is_summary, rows[-3:])) else rows
             if len(points) != len(rows):
-                summary = next(e for e in reversed(rows) if _is_summary(e))
+                summary = next(e for e in reversed(rows) if is_summary(e))
             add_rows(points, cols, records, "step", bools)
             records += len(points)
     except (_Irregular, ValueError, UnicodeDecodeError) as exc:
@@ -112,10 +116,13 @@ def read(path: Path) -> RawLog:
     return RawLog(cols.arrays(), records=records, notes=notes, meta=meta, step_column="step")
 
 
-def _is_summary(entry: dict[str, Any]) -> bool:
-    """The end-of-training entry (train_runtime, total_flos, ...): metadata, not a point.
-    Trainers append it last, so only the tail of each slice is inspected."""
-    return any(k in entry for k in _SUMMARY_KEYS)
+def is_summary(entry: Mapping[str, Any]) -> bool:
+    """The end-of-training entry: metadata, not a point. Told apart by its structure, not by
+    one key: `Trainer._finalize_training` (4.x and 5.x) logs the run totals (train_loss as
+    the average over all steps, train_runtime, train_samples_per_second, total_flos) and no
+    per-step `loss`; per-step entries always carry `loss`, evaluations `eval_loss`, and
+    either may carry train_runtime and throughput (include_num_input_tokens_seen in 5.x)."""
+    return not any(k in entry for k in _POINT_KEYS) and any(k in entry for k in _RUN_TOTALS)
 
 
 def _short(exc: Exception) -> str:

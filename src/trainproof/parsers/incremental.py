@@ -18,6 +18,7 @@ from trainproof.model import InputError, Run
 from trainproof.parsers import build_run, coqui, csvlog, jsonl, read_run
 from trainproof.parsers.base import Columns, RawLog
 from trainproof.parsers.jsonutil import may_have_bools
+from trainproof.parsers.progress import Planned
 from trainproof.parsers.rows import add_rows, find_step_key
 from trainproof.tail import Tail
 
@@ -41,12 +42,12 @@ def _compact(cols: Columns) -> tuple[dict, Columns]:
 
 class JsonlDecoder:
     def __init__(self) -> None:
-        self.cols, self.tally = Columns(), jsonl.Tally()
+        self.cols, self.tally, self.planned = Columns(), jsonl.Tally(), Planned()
         self.step_key: str | None = None
         self._decided = False
 
     def feed(self, data: bytes) -> None:
-        rows = jsonl.decode_block(data, self.tally)
+        rows = jsonl.decode_block(data, self.tally, self.planned)
         if not rows:
             return
         if not self._decided:
@@ -57,7 +58,7 @@ class JsonlDecoder:
     def raw(self) -> RawLog:
         arrays, self.cols = _compact(self.cols)
         return RawLog(arrays, self.tally.records, notes=jsonl.tally_notes(self.tally, False, self.cols),
-                      step_column=self.step_key)
+                      meta=self.planned.meta(), step_column=self.step_key)
 
 
 class CsvDecoder:

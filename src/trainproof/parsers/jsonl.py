@@ -2,7 +2,8 @@
 
 Banner lines, non-object lines and a half-written last line are counted and
 reported, never fatal. Nested objects ({"metrics": {"loss": ...}}) are flattened
-to "metrics/loss". Memory stays proportional to the points kept: each block's
+to "metrics/loss"; LLaMA-Factory's and ms-swift's progress fields give the step and
+the planned total (parsers/progress.py). Memory stays proportional to the points kept: each block's
 decoded rows are turned into columns and dropped before the next block."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from trainproof.parsers.base import Columns, RawLog, require_file
 from trainproof.parsers.columns import looks_like_metric
 from trainproof.parsers.jsonutil import loads, may_have_bools
+from trainproof.parsers.progress import Planned, lift
 from trainproof.parsers.rows import add_rows, find_step_key, flatten
 
 NAME = "jsonl"
@@ -83,18 +85,19 @@ def _decode_lines(lines: list[bytes], tally: Tally) -> list[dict[str, Any]]:
     return rows
 
 
-def decode_block(chunk: bytes, tally: Tally) -> list[dict[str, Any]]:
-    """The records of a block of complete lines, nested objects flattened: what `watch`
-    feeds each poll's appended lines through (read() does the same inline)."""
+def decode_block(chunk: bytes, tally: Tally, planned: Planned) -> list[dict[str, Any]]:
+    """The records of a block of complete lines, nested objects flattened and progress
+    fields lifted: what `watch` feeds each poll's appended lines through and read() uses."""
     rows = _decode_block(chunk, tally)
     if rows and (b'":{' in chunk or b'": {' in chunk):
         rows = [flatten(r) for r in rows]
+    lift(rows, chunk, planned)
     return rows
 
 
 def read(path: Path) -> RawLog:
     require_file(path)
-    cols, tally = Columns(), Tally()
+    cols, tally, planned = Columns(), Tally(), Planned()
     step_key: str | None = None
     decided = False
     half_written = False
@@ -103,8 +106,6 @@ def read(path: Path) -> RawLog:
         nonlocal step_key, decided
         if not rows:
             return
-        if b'":{' in raw or b'": {' in raw:
-            rows = [flatten(r) for r in rows]
         if not decided:
             step_key, decided = find_step_key(set().union(*rows[:100])), True
         add_rows(rows, cols, tally.records, step_key, may_have_bools(raw))
@@ -129,7 +130,7 @@ def read(path: Path) -> RawLog:
                 rest = b""
             chunk = rest + head
             rest = tail
-            take(_decode_block(chunk, tally), chunk)
+            take(decode_block(chunk, tally, planned), chunk)
         if skipping:
             tally.oversized += 1
         elif rest.strip():
@@ -137,9 +138,11 @@ def read(path: Path) -> RawLog:
             if last is None:
                 half_written = True
             else:
-                take([last], rest)
+                rows = [flatten(last)]
+                lift(rows, rest, planned)
+                take(rows, rest)
     return RawLog(cols.arrays(), tally.records, notes=tally_notes(tally, half_written, cols),
-                  step_column=step_key)
+                  meta=planned.meta(), step_column=step_key)
 
 
 def _last_line(raw: bytes) -> dict[str, Any] | None:

@@ -130,6 +130,9 @@ class Check:
     group: str
     rules: tuple[Rule, ...]
     judge: Judge
+    # True for checks that judge the shape of a loss curve (train or eval). A run on which
+    # none of them could run was not checked, whatever else ran (TP-NOT-CHECKED).
+    loss_curve: bool = False
 
 
 _CHECKS: dict[str, list[Check]] = {}
@@ -162,12 +165,13 @@ def rule(**kwargs: Any) -> Rule:
     return r
 
 
-def check(name: str, *rules: Rule) -> Callable[[Judge], Judge]:
-    """Register a judge as the check `name` of the rules' group."""
+def check(name: str, *rules: Rule, loss_curve: bool = False) -> Callable[[Judge], Judge]:
+    """Register a judge as the check `name` of the rules' group; `loss_curve` marks the
+    checks whose running makes a single-run verdict more than NOT-CHECKED."""
 
     def register(fn: Judge) -> Judge:
         group = rules[0].group if rules else "single_run"
-        _CHECKS.setdefault(group, []).append(Check(name, group, tuple(rules), fn))
+        _CHECKS.setdefault(group, []).append(Check(name, group, tuple(rules), fn, loss_curve))
         return fn
 
     return register

@@ -60,7 +60,7 @@ def step_stalled(p: Progress) -> list[Finding] | Skip:
 
 # ---------------------------------------------------------------- the guardian's stop
 
-PROGRESS_RULES = ("TP-DEAD-RUN", "TP-FLAT")  # verdicts about the whole run's progress
+PROGRESS_RULES = ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-ROSE")  # verdicts about the whole run's progress
 
 STOPPED = rule(
     id="TP-LIVE-STOPPED", level=Level.INFO, group=G,
@@ -74,7 +74,7 @@ STOPPED = rule(
     "the cause is fixed.",
     thresholds={"patience": Threshold(
         0.5, "of the scheduled steps",
-        "TP-DEAD-RUN and TP-FLAT judge the progress of a whole run; on the first steps of a "
+        "TP-DEAD-RUN, TP-FLAT and TP-LOSS-ROSE judge the progress of a whole run; on the first steps of a "
         "healthy run (warm-up, a slow start) they fire falsely - the tiny GPT-2 of "
         "tests/test_hf_callback.py improves 2.7 % over its first 10 of 40 steps and 8 % by step "
         "20. They stop a run only after half of a known schedule has run (never when the "

@@ -35,7 +35,8 @@ def _loss(run: Run) -> Series | None:
     return run.get("loss")
 
 
-def _finite_loss(run: Run, minimum: int) -> Series | Skip:
+def finite_loss(run: Run, minimum: int) -> Series | Skip:
+    """The finite loss points, or a typed skip when there are fewer than `minimum`."""
     s = _loss(run)
     if s is None:
         return Skip(SkipKind.NO_DATA, "no loss column in the log")
@@ -56,6 +57,8 @@ NAN = rule(
     "every later step trains on garbage.",
     fix="Lower the learning rate, enable gradient clipping, use bf16 instead of fp16 or a "
     "loss scaler, and look for log(0) or division by zero in the loss.",
+    thresholds={"min_points": Threshold(1, "points", "One non-finite value is the finding itself; "
+                                        "no baseline or trend is needed.")},
     fires=Example({"loss": [2.0, 1.8, float("nan"), 1.7]}),
     passes=Example({"loss": [2.0, 1.8, 1.75, 1.7]}),
 )
@@ -70,6 +73,8 @@ NAN_GRAD = rule(
     "update blew up. An fp16 loss scaler skips such steps; repeated ones mean it cannot.",
     fix="As for TP-NAN: lower the learning rate, clip gradients, prefer bf16; check whether "
     "the logged loss at those steps is an artefact of the NaN filter.",
+    thresholds={"min_points": Threshold(1, "grad_norm points", "As for TP-NAN: one non-finite "
+                                        "norm is the finding.")},
     fires=Example({"loss": [2.0, 1.8, 1.7, 1.6], "grad_norm": [1.0, float("inf"), 1.2, 1.1]}),
     passes=Example({"loss": [2.0, 1.8, 1.7, 1.6], "grad_norm": [1.0, 0.9, 1.2, 1.1]}),
 )
@@ -149,15 +154,17 @@ ZERO_LOSS_ONSET = rule(
     "no trainable tokens, or HF's NaN filter logging 0.0 for NaN losses.",
     fix="Inspect the batches after that step; check grad_norm there for NaN/Inf.",
     thresholds={"min_tail": Threshold(5, "points", "A shorter run of zeros can be a few "
-                                      "empty batches, not a collapse.")},
+                                      "empty batches, not a collapse."),
+                "min_points": Threshold(6, "points", "min_tail zeros after at least one positive "
+                                        "loss: a collapse needs a before.")},
     fires=Example({"loss": [2.0, 1.5, 1.2, 0, 0, 0, 0, 0]}),
     passes=Example({"loss": [2.0, 1.5, 1.2, 1.0, 0.9, 0.8, 0.7, 0.6]}),
 )
 
 
-@check("zero-loss", ZERO_LOSS, ZERO_LOSS_ONSET)
+@check("zero-loss", ZERO_LOSS, ZERO_LOSS_ONSET, loss_curve=True)
 def loss_exactly_zero(run: Run) -> list[Finding] | Skip:
-    s = _finite_loss(run, int(min(ZERO_LOSS.t("min_points"), ZERO_LOSS_ONSET.t("min_tail"))))
+    s = finite_loss(run, int(min(ZERO_LOSS.t("min_points"), ZERO_LOSS_ONSET.t("min_points"))))
     if isinstance(s, Skip):
         return s
     zero = s.values == 0.0
@@ -196,9 +203,9 @@ FLAT = rule(
 )
 
 
-@check("flat-loss", FLAT)
+@check("flat-loss", FLAT, loss_curve=True)
 def loss_flat(run: Run) -> list[Finding] | Skip:
-    s = _finite_loss(run, int(FLAT.t("min_points")))
+    s = finite_loss(run, int(FLAT.t("min_points")))
     if isinstance(s, Skip):
         return s
     if np.all(s.values == 0.0):
@@ -257,7 +264,7 @@ DIVERGE_NOISE = rule(
     why="Per-step losses of small batches scatter widely; the lowest single batch is not a "
     "floor the model reached. Saying so keeps a reader of the raw numbers from a false alarm.",
     fix="Nothing to fix; compare eval loss, or smooth the logged loss (larger logging_steps).",
-    thresholds={"ratio": DIVERGE.thresholds["ratio"]},
+    thresholds={"ratio": DIVERGE.thresholds["ratio"], "min_points": DIVERGE.thresholds["min_points"]},
     fires=Example({"loss": [1.0 + ((i * 7919) % 13) / 13 for i in range(200)]}),
     passes=Example({"loss": [1.0] * 100 + [1.01] * 100}),
 )
@@ -268,9 +275,9 @@ def loss_blocks(s: Series) -> stats.Blocks:
     return stats.block_medians(s.steps, s.values, int(DIVERGE.t("min_block")), int(DIVERGE.t("max_blocks")))
 
 
-@check("divergence", DIVERGE, DIVERGE_NOISE)
+@check("divergence", DIVERGE, DIVERGE_NOISE, loss_curve=True)
 def loss_diverging(run: Run) -> list[Finding] | Skip:
-    s = _finite_loss(run, int(DIVERGE.t("min_points")))
+    s = finite_loss(run, int(DIVERGE.t("min_points")))
     if isinstance(s, Skip):
         return s
     if s.values.min() <= 0:
@@ -325,9 +332,9 @@ DEAD_RUN = rule(
 )
 
 
-@check("dead-run", DEAD_RUN)
+@check("dead-run", DEAD_RUN, loss_curve=True)
 def loss_not_improving(run: Run) -> list[Finding] | Skip:
-    s = _finite_loss(run, int(DEAD_RUN.t("min_points")))
+    s = finite_loss(run, int(DEAD_RUN.t("min_points")))
     if isinstance(s, Skip):
         return s
     b = loss_blocks(s)
@@ -427,7 +434,9 @@ ZERO_LR = rule(
     fix="Check the learning-rate argument, the scheduler (warm-up that never ends, a decay "
     "that starts at 0) and per-group lr overrides.",
     thresholds={"share": Threshold(0.99, "of logged steps", "A schedule may touch 0 at its "
-                                   "very first or last step; 99 % is every step that matters.")},
+                                   "very first or last step; 99 % is every step that matters."),
+                "min_points": Threshold(1, "lr points", "An lr of 0 on every logged step is a fact "
+                                        "about the optimizer at each of them, however few.")},
     fires=Example({"loss": [1.5] * 5, "lr": [0.0] * 5}),
     passes=Example({"loss": [1.5, 1.4, 1.3, 1.2, 1.1], "lr": [1e-4] * 5}),
 )
@@ -441,9 +450,12 @@ ZERO_LR_PARTIAL = rule(
     "schedule sized for fewer steps than the run has, or a restart that reset the lr.",
     fix="Match the scheduler's total steps to the run; check warm-up length and restarts.",
     thresholds={"share": Threshold(0.10, "of logged steps", "Warm-up from 0 or a decay to 0 "
-                                   "costs a step or two, not a tenth of the run.")},
+                                   "costs a step or two, not a tenth of the run."),
+                "min_points": ZERO_LR.thresholds["min_points"]},
     fires=Example({"loss": [1.5] * 10, "lr": [0, 0, 0, 1e-4, 1e-4, 1e-4, 1e-4, 1e-4, 1e-4, 1e-4]}),
     passes=Example({"loss": [1.5] * 10, "lr": [0] + [1e-4] * 9}),
+    limits="On fewer than 10 logged lr points a single zero is already more than a tenth, so a "
+    "schedule logged at 0 on its very first or last point warns on a short log.",
 )
 
 
@@ -453,7 +465,7 @@ def learning_rate_zero(run: Run) -> list[Finding] | Skip:
     if lr is None:
         return Skip(SkipKind.NO_DATA, "no lr column in the log")
     f = lr.finite_only()
-    if not len(f):
+    if len(f) < ZERO_LR.t("min_points"):
         return Skip(SkipKind.DEGENERATE, "no finite lr value")
     zero = f.values <= 0
     part = stats.share(zero)
@@ -488,7 +500,7 @@ OVERFIT = rule(
 )
 
 
-@check("overfit", OVERFIT)
+@check("overfit", OVERFIT, loss_curve=True)
 def eval_loss_climbing(run: Run) -> list[Finding] | Skip:
     ev = run.get("eval_loss")
     if ev is None:

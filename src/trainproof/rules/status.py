@@ -4,7 +4,7 @@ curve - passed (and what that covered), or could not be judged (and why)."""
 from __future__ import annotations
 
 from trainproof.model import Level
-from trainproof.rules.base import Threshold, rule
+from trainproof.rules.base import rule
 
 PASS = rule(
     id="TP-PASS", level=Level.PASS, group="single_run",
@@ -41,14 +41,14 @@ NO_LOSS = rule(
 NOT_CHECKED = rule(
     id="TP-NOT-CHECKED", level=Level.NOT_CHECKED, group="single_run",
     title="Too little of the loss curve to judge.",
-    evidence="{n} finite loss point(s), fewer than the {limit_min_points} any curve check needs. "
-    "Skipped: {skipped}.",
-    summary="A loss exists but is too short for any curve check; exit 2 unless a NaN check FAILed.",
-    why="A verdict that checked nothing is not a PASS: one point is not a flat run, and two "
-    "points are not a trend.",
+    evidence="{n} finite loss point(s); no loss-curve check could run. Skipped: {skipped}.",
+    summary="A loss exists but no check of the loss curve could run on it (each declares the "
+    "points it needs as min_points); exit 2 unless a NaN check FAILed.",
+    why="A verdict that checked nothing is not a PASS: one point is not a run that rose, "
+    "fell or stayed flat.",
     fix="Judge a longer log, or log more often.",
-    thresholds={"min_points": Threshold(5, "finite loss points", "The smallest window any curve "
-                                        "check (divergence, flat, zero-loss) uses.")},
+    limits="Until 0.18.0 any log of fewer than 5 finite loss points was NOT-CHECKED; a 4-epoch "
+    "Keras or fastai CSVLogger file is now judged by the checks that need few points.",
 )
 
 CMP_PASS = rule(

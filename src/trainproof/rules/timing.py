@@ -65,7 +65,9 @@ LOADER_BOUND = rule(
     "twice what the hardware needs.",
     fix="More dataloader workers, pinned memory, pre-tokenised or cached data, faster storage.",
     thresholds={"ratio": Threshold(0.5, "loader/step", "Above half, the loader, not the model, "
-                                   "sets the pace.")},
+                                   "sets the pace."),
+                "min_points": Threshold(3, "steps with both timings", "A median of three is the "
+                                        "smallest that one slow batch cannot set.")},
     fires=Example({"loss": [1.0] * 5, "step_time": [1.0] * 5, "loader_time": [0.8] * 5}),
     passes=Example({"loss": [1.0] * 5, "step_time": [1.0] * 5, "loader_time": [0.05] * 5}),
     limits="Logs differ in whether step_time includes loading; the ratio is read as logged.",
@@ -80,8 +82,9 @@ def loader_bound(run: Run) -> list[Finding] | Skip:
     _, li, si = np.intersect1d(lt.steps, st.steps, return_indices=True)
     lv, sv = lt.values[li], st.values[si]
     ok = np.isfinite(lv) & np.isfinite(sv) & (sv > 0)
-    if ok.sum() < 3:
-        return Skip(SkipKind.TOO_FEW, f"{int(ok.sum())} steps with both timings, needs 3")
+    if ok.sum() < LOADER_BOUND.t("min_points"):
+        return Skip(SkipKind.TOO_FEW, f"{int(ok.sum())} steps with both timings, needs "
+                    f"{int(LOADER_BOUND.t('min_points'))}")
     ratio = stats.robust_median(lv[ok] / sv[ok])
     if ratio > LOADER_BOUND.t("ratio"):
         return [LOADER_BOUND.finding(Location(run.path), ratio=ratio, n=int(ok.sum()),
@@ -97,6 +100,8 @@ THROUGHPUT = rule(
     summary="Reports the typical step time; never changes a verdict.",
     why="A number to compare against the next run and the budget, not a judgement.",
     fix="Nothing to fix.",
+    thresholds={"min_points": Threshold(1, "positive step times", "Context, not a verdict: one "
+                                        "timed step is a number to show.")},
     fires=Example({"loss": [1.0] * 3, "step_time": [0.5, 0.5, 0.6]}),
     passes=Example({"loss": [1.0] * 3}),
 )
@@ -109,7 +114,7 @@ def throughput(run: Run) -> list[Finding] | Skip:
         return Skip(SkipKind.NO_DATA, "no step_time column in the log")
     f = st.finite_only().values
     f = f[f > 0]
-    if not f.size:
+    if f.size < THROUGHPUT.t("min_points"):
         return Skip(SkipKind.DEGENERATE, "no positive step time")
     med = stats.robust_median(f)
     return [THROUGHPUT.finding(Location(run.path), median=med, rate=1.0 / med, n=int(f.size),
@@ -124,6 +129,8 @@ GPU_UTIL = rule(
     why="Low utilisation has many innocent causes (small models, eval phases, logging "
     "cadence); it is shown to help read TP-LOADER-BOUND and TP-STEP-CLIFF, not to judge.",
     fix="Nothing to fix.",
+    thresholds={"min_points": Threshold(1, "samples", "Context, not a verdict: one sample is a "
+                                        "number to show.")},
     fires=Example({"loss": [1.0] * 3, "gpu_util": [90, 95, 40]}),
     passes=Example({"loss": [1.0] * 3}),
 )
@@ -135,7 +142,7 @@ def gpu_utilisation(run: Run) -> list[Finding] | Skip:
     if g is None:
         return Skip(SkipKind.NO_DATA, "no gpu_util column in the log")
     f = g.finite_only().values
-    if not f.size:
+    if f.size < GPU_UTIL.t("min_points"):
         return Skip(SkipKind.DEGENERATE, "no finite gpu_util value")
     return [GPU_UTIL.finding(Location(run.path), median=stats.robust_median(f), n=int(f.size),
                              min=float(f.min()))]
