@@ -97,9 +97,52 @@ def _decompressor(kind: str, raw: IO[bytes], path: Path) -> IO[bytes]:
     why = missing_decoder(path.name)
     if why is not None:
         raise InputError(f"{path}: {why}")
-    import zstandard
+    return _ZstdReader(raw)  # type: ignore[return-value]
 
-    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+
+class _ZstdReader(io.RawIOBase):
+    """Frames of a .zst file decoded in small input pieces (one piece cannot expand past
+    a few tens of MB), across concatenated frames; a stream that stops inside a frame
+    raises EOFError as gzip, bz2 and xz do (zstandard's own reader ends silently)."""
+
+    PIECE = 1024  # compressed bytes per decode call
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        super().__init__()
+        import zstandard
+
+        self._new = zstandard.ZstdDecompressor().decompressobj
+        self._error = zstandard.ZstdError
+        self._raw, self._obj, self._buf = raw, self._new(), b""
+        self._in_frame = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: memoryview) -> int:  # type: ignore[override]
+        while not self._buf:
+            piece = self._raw.read(self.PIECE)
+            if not piece:
+                if self._in_frame:
+                    raise EOFError("the zstd stream ends inside a frame")
+                return 0
+            try:
+                self._buf = self._decode(piece)
+            except self._error as exc:  # a plain Exception subclass: say it as a ValueError
+                raise ValueError(str(exc)) from None
+        n = min(len(buf), len(self._buf))
+        buf[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
+
+    def _decode(self, piece: bytes) -> bytes:
+        out = [self._obj.decompress(piece)]
+        self._in_frame = not self._obj.eof
+        while self._obj.eof and self._obj.unused_data:  # the next frame starts in this piece
+            rest, self._obj = self._obj.unused_data, self._new()
+            out.append(self._obj.decompress(rest))
+            self._in_frame = not self._obj.eof
+        return b"".join(out)
 
 
 class _Bounded(io.RawIOBase):
@@ -111,6 +154,7 @@ class _Bounded(io.RawIOBase):
         self._inner, self._raw, self._path, self._kind, self._cap = inner, raw, path, kind, cap
         self._seen = 0
         self._ended = False
+        self._read = getattr(inner, "read1", inner.read)
 
     def readable(self) -> bool:
         return True
@@ -119,12 +163,12 @@ class _Bounded(io.RawIOBase):
         if self._ended:
             return 0
         try:
-            data = self._inner.read(len(buf))
+            # read1: one decode step, so the bytes before an early end are returned before
+            # the EOFError is (read(n) would loop and drop them with the exception)
+            data = self._read(len(buf))
         except EOFError:  # gzip/bz2/xz: the stream stops before its end marker
             return self._cut()
         except _ERRORS as exc:
-            if _zstd_cut(exc):
-                return self._cut()
             raise InputError(f"{self._path}: corrupt {self._kind} stream ({_short(exc)})") from None
         n = len(data)
         self._seen += n
@@ -150,11 +194,6 @@ class _Bounded(io.RawIOBase):
                 self._inner.close()
             self._raw.close()
         super().close()
-
-
-def _zstd_cut(exc: Exception) -> bool:
-    """zstandard reports a truncated frame as a ZstdError about reading past the input."""
-    return type(exc).__name__ == "ZstdError" and "incomplete" in str(exc).lower()
 
 
 def _short(exc: BaseException) -> str:

@@ -108,12 +108,16 @@ class Scanner:
                 self.ordinal += 1
             step = self.ordinal
         self.records += 1
+        add = self.cols.add
         for col, v in hit.values:
-            value = number(v)
-            if value is None:
-                self.cols.reject(col)
-            else:
-                self.cols.add(col, step, value)
+            try:
+                add(col, step, float(v))  # float() reads nan, inf and 1.5E+00 too
+            except ValueError:
+                value = number(v)
+                if value is None:
+                    self.cols.reject(col)
+                else:
+                    add(col, step, value)
 
     def raw(self) -> RawLog:
         notes = []

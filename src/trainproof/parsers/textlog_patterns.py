@@ -45,13 +45,20 @@ class Pattern:
     source: str = ""
 
 
-def _pairs(text: str, sep: str, kv: str) -> list[tuple[str, str]]:
-    """`a: 1 | b: 2` -> [(a, 1), (b, 2)]: split on `sep`, then at the last `kv`."""
+# Key/value layouts, each taken apart by one findall (the scanner's hot path):
+# (greedy character classes, no backtracking; keys and values are stripped after)
+PIPE_COLON = re.compile(r"([^|:]+):([^|]*)")  # `a b: 1 | c: 2 |`
+PIPE_SPACE = re.compile(r"([^|]*?)\s+([^|\s]+)\s*(?:\||$)")  # `loss 8.9 | num_updates 100`
+COMMA_EQ = re.compile(r"([^,=]+)=([^,]*)")  # `loss=9.2, num_updates=10`
+SPACE_COLON = re.compile(r"(\S+?):\s*(\S+)")  # `loss:4.3 lr:0.001`, `moe_loss: 0.1`
+
+
+def _pairs(text: str, layout: re.Pattern[str]) -> list[tuple[str, str]]:
     out = []
-    for part in text.split(sep):
-        key, found, value = part.rpartition(kv)
-        if found and key.strip() and value.strip():
-            out.append((key.strip(), value.strip()))
+    for k, v in layout.findall(text):
+        k, v = k.strip(), v.strip()
+        if k and v:
+            out.append((k, v))
     return out
 
 
@@ -99,7 +106,7 @@ _MEGATRON_RENAME = {"number of skipped iterations": "skipped_iters", "number of 
 
 def _megatron_train(m: re.Match[str], state: State) -> Hit:
     values: list[tuple[str, Value]] = []
-    for key, value in _pairs(m.group(3), "|", ":"):
+    for key, value in _pairs(m.group(3), PIPE_COLON):
         if key == "elapsed time per iteration (ms)":
             values.append(("step_time", _ms(value)))
         else:
@@ -111,7 +118,7 @@ def _megatron_valid(m: re.Match[str], state: State) -> Hit:
     suffix, step, test = m.group(1), m.group(2), m.group(3)
     prefix = ("test" if test else "eval") + suffix.replace("-", "_")
     values: list[tuple[str, Value]] = []
-    for key, value in _pairs(m.group(4), "|", ":"):
+    for key, value in _pairs(m.group(4), PIPE_COLON):
         if key.endswith(" value"):
             values.append((f"{prefix}_{key[:-6]}", value))
         elif key.endswith(" PPL"):
@@ -120,14 +127,14 @@ def _megatron_valid(m: re.Match[str], state: State) -> Hit:
 
 
 def _nemo_printer(m: re.Match[str], state: State) -> Hit:
-    values = _pairs(m.group(4), " | ", ": ")
+    values = _pairs(m.group(4), PIPE_COLON)
     step = _float(dict(values).get("global_step"))
     rows = [("step_time" if k == "train_step_timing in s" else k, v) for k, v in values if k != "global_step"]
     return Hit(rows, float(m.group(2)) if step is None else step)
 
 
 def _nemo_bar(m: re.Match[str], state: State) -> Hit | None:
-    values = _pairs(m.group(1), ", ", "=")
+    values = _pairs(m.group(1), COMMA_EQ)
     found = dict(values)
     step = _float(found.get("global_step"))
     if step is None:
@@ -160,7 +167,7 @@ def _deepspeed_progress(m: re.Match[str], state: State) -> Hit:
 
 def _deepspeed_pipe(m: re.Match[str], state: State) -> Hit:
     values: list[tuple[str, Value]] = [("loss", m.group(2))]
-    values.extend(_pairs(m.group(3), " ", ":") if m.group(3).strip() else [])
+    values.extend(_pairs(m.group(3), SPACE_COLON) if m.group(3).strip() else [])
     values += [("step_time", m.group(4)), ("samples_per_sec", m.group(5))]
     return Hit(values, float(m.group(1)))
 
@@ -175,7 +182,8 @@ def _fairseq_json(m: re.Match[str], state: State) -> Hit | None:
     if type(row) is not dict:
         return None
     step = _float(_text(row.get(f"{tag}_num_updates", row.get("num_updates"))))
-    values = [(k, v) for k, v in row.items() if not k.endswith("num_updates") and isinstance(v, (str, int, float))]
+    values = [(k, v) for k, v in row.items()
+              if not k.endswith("num_updates") and type(v) in (str, int, float)]  # a bool is not a number
     if not any(looks_like_metric(k) for k, _ in values):
         return None
     role = "eval" if tag.startswith("valid") else "train"
@@ -187,14 +195,14 @@ def _text(v: object) -> str | None:
 
 
 def _fairseq_inner(m: re.Match[str], state: State) -> Hit | None:
-    values = _pairs(m.group(2), ", ", "=")
+    values = _pairs(m.group(2), COMMA_EQ)
     step = _float(dict(values).get("num_updates"))
     return Hit([(k, v) for k, v in values if k != "num_updates"], step)
 
 
 def _fairseq_pipes(m: re.Match[str], state: State) -> Hit | None:
     tag = m.group(1)
-    values = [(k, v) for k, v in _pairs(m.group(2), " | ", " ") if k != "epoch"]
+    values = [(k, v) for k, v in _pairs(m.group(2), PIPE_SPACE) if k != "epoch"]
     step = _float(dict(values).get("num_updates"))
     prefix = "valid_" if tag.startswith("valid") else "train_"
     return Hit([(prefix + k, v) for k, v in values if k != "num_updates"], step,
@@ -203,7 +211,7 @@ def _fairseq_pipes(m: re.Match[str], state: State) -> Hit | None:
 
 # --- torchtune DiskLogger / StdoutLogger ---------------------------------------------
 def _torchtune(m: re.Match[str], state: State) -> Hit:
-    return Hit(_pairs(m.group(2), " ", ":"), float(m.group(1)))
+    return Hit(_pairs(m.group(2), SPACE_COLON), float(m.group(1)))
 
 
 PATTERNS: tuple[Pattern, ...] = (
