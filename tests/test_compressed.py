@@ -65,6 +65,17 @@ def test_compressed_copy_reads_like_the_plain_file(tmp_path, src, fmt, suffix):
     _same(read_run(src), read_run(dest))
 
 
+def test_coqui_log_compressed(tmp_path):
+    text = ("   --> TIME: 2026-01-01 -- STEP: 0/10 -- GLOBAL_STEP: 0\n     | > loss: 0.5  (0.5)\n"
+            "   --> TIME: 2026-01-01 -- STEP: 1/10 -- GLOBAL_STEP: 50\n     | > loss: 0.4  (0.45)\n")
+    plain = tmp_path / "trainer_0_log.txt"
+    plain.write_text(text)
+    packed = tmp_path / "trainer_0_log.txt.bz2"
+    packed.write_bytes(bz2.compress(text.encode()))
+    assert detect(packed).name == "coqui"
+    _same(read_run(plain), read_run(packed))
+
+
 def test_csv_longer_than_its_dialect_sample(tmp_path):
     """A decompressing stream cannot seek back to the start after the dialect sample."""
     rows = ["step,train_loss,lr"] + [f"{s},{1 / (s + 1):.6f},0.001" for s in range(20000)]

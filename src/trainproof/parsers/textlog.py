@@ -125,6 +125,9 @@ class Scanner:
             notes.append("read as " + ", ".join(f"{n} ({c} lines)" for n, c in sorted(self.hits.items())))
         if self.hits.get("hf_trainer"):
             notes.append(_ORDINAL_NOTE)
+            if len(self.hits) > 1:  # e.g. the Trainer under DeepSpeed: its step= lines count steps
+                notes.append("other lines here print real steps: their series and the Trainer's ordinals "
+                             "are on different step scales")
         if self.oversized:
             notes.append(f"{self.oversized} line(s) over {MAX_LINE >> 20} MiB skipped")
         meta: dict[str, object] = {"patterns": dict(self.hits)}
