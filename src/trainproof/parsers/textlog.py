@@ -25,8 +25,10 @@ NAME = "textlog"
 BLOCK = 1 << 20
 MAX_LINE = 1 << 20  # bytes: a log line is a few hundred; a longer one is not a record
 HEAD = 128 << 10  # bytes the sniff reads: stdout starts with banners and argument dumps
-SNIFF_LINES = 2  # metric lines the head must hold before a file is claimed
-_NAMES = re.compile(r"(\.(log|txt|out|err)$|^(stdout|stderr|nohup|slurm)|^log_\d+\.txt$)", re.IGNORECASE)
+# metric lines the head must hold before a file is claimed: a README quoting one example
+# line is not a log (a file named on the command line is read whatever it holds)
+SNIFF_LINES = 2
+_NAMES = re.compile(r"(\.(log|txt|out|err)$|^(stdout|stderr|nohup|slurm))", re.IGNORECASE)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _ORDINAL_NOTE = ("HuggingFace Trainer dicts print no step: their steps are the order of the train dicts "
                  "(1, 2, ...), each eval dict at the train dict before it")
