@@ -77,6 +77,15 @@ def test_hf_trainer_4x_stdout_with_nan():
     assert run.meta["summary"]["train_runtime"] > 0  # the summary dict is metadata, not a point
 
 
+def test_two_trainer_runs_in_one_output_are_said(tmp_path):
+    text = (TEXT / "hf_trainer" / "train.log").read_text()
+    p = tmp_path / "train.log"
+    p.write_text(text + text)
+    run = read_run(p)
+    assert len(run.series["loss"]) == 2 * len(read_run(TEXT / "hf_trainer" / "train.log").series["loss"])
+    assert any("went back 1 time(s)" in n for n in run.notes)
+
+
 def test_nanogpt_stdout():
     logs = _expected("nanogpt")
     iters = [e for e in logs if e["kind"] == "iter"]

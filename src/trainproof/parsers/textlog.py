@@ -130,6 +130,7 @@ class Scanner:
             if len(self.hits) > 1:  # e.g. the Trainer under DeepSpeed: its step= lines count steps
                 notes.append("other lines here print real steps: their series and the Trainer's ordinals "
                              "are on different step scales")
+        notes.extend(note.format(n=n) for note, n in self.state.get("notes", {}).items())
         if self.oversized:
             notes.append(f"{self.oversized} line(s) over {MAX_LINE >> 20} MiB skipped")
         meta: dict[str, object] = {"patterns": dict(self.hits)}

@@ -31,7 +31,7 @@ class Hit:
     role: str = "train"  # "train"; "eval" (without a step: at the latest train step); "summary"
 
 
-State = dict[str, Any]  # per-file memory a pattern may keep (running counters)
+State = dict[str, Any]  # per-file memory a pattern may keep (running counters, notes)
 Extract = Callable[[re.Match[str], State], Hit | None]
 
 
@@ -62,6 +62,12 @@ def _pairs(text: str, layout: re.Pattern[str]) -> list[tuple[str, str]]:
     return out
 
 
+def say(state: State, note: str) -> None:
+    """A note for the report, counted: `{n}` in it becomes the count."""
+    notes = state.setdefault("notes", {})
+    notes[note] = notes.get(note, 0) + 1
+
+
 def _ms(value: str) -> Value:
     try:
         return float(value) / 1000.0
@@ -84,6 +90,12 @@ def _hf(m: re.Match[str], state: State) -> Hit | None:
         return Hit([(k, v) for k, v in items if k.startswith("eval_")], role="eval")
     if not any(looks_like_metric(k) for k in keys):
         return None  # some other dict the program printed
+    epoch = _float(dict(items)["epoch"])
+    if epoch is not None:
+        if epoch < state.get("hf_epoch", 0.0):  # the epoch went back: another train() began
+            say(state, "the HF Trainer's epoch went back {n} time(s): this output holds more than one "
+                       "training run, numbered on as one")
+        state["hf_epoch"] = epoch
     return Hit(items)
 
 
