@@ -199,3 +199,17 @@ def test_explicit_archive_is_not_read_as_a_log(tmp_path, run_cli):
     p.write_bytes(gzip.compress((CORE / "jsonl" / "train_log.jsonl").read_bytes()))
     code, out, err = run_cli("epoch", p)
     assert code == 2 and "not a recognised log format" in out + err
+
+
+def test_watch_rereads_a_compressed_log_whole(tmp_path):
+    """Appended bytes of a compressed stream are not lines: `watch` re-reads it through the
+    registry (and follows a plain log line by line)."""
+    from trainproof.parsers.incremental import LineSource, RereadSource, open_source
+
+    packed = tmp_path / "train.log.gz"
+    packed.write_bytes(gzip.compress((TEXT / "nanogpt" / "train.log").read_bytes()))
+    source = open_source(packed, "textlog", str(packed), {})
+    assert isinstance(source, RereadSource)
+    assert source.update().changed and len(source.run().series["loss"]) == 41
+    plain = open_source(TEXT / "nanogpt" / "train.log", "textlog", "train.log", {})
+    assert isinstance(plain, LineSource)
