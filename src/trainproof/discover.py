@@ -11,14 +11,17 @@ from pathlib import Path
 
 from trainproof.parsers import detect
 from trainproof.parsers.base import Format
+from trainproof.parsers.compressed import is_archive, logical_name, missing_decoder
 
 # Directories that hold installed code or caches, never a user's training logs.
 SKIP_DIRS = frozenset({"site-packages", "dist-packages", "node_modules", "__pycache__",
                        "venv", "virtualenv"})
-# Files whose name alone says they are not logs (weights, media, archives, code).
+# Files whose name alone says they are not logs (weights, media, archives, code). A
+# compressed file (.gz, .bz2, .xz, .zst) is judged by the name inside: metrics.jsonl.gz
+# is a log, model.bin.gz and data.tar.gz are not.
 NOT_LOGS = re.compile(
     r"\.(pt|pth|bin|safetensors|ckpt|onnx|npy|npz|pkl|pickle|h5|arrow|parquet|msgpack|"
-    r"png|jpe?g|gif|webp|svg|wav|flac|mp3|ogg|opus|mp4|zip|gz|tgz|bz2|xz|zst|tar|7z|"
+    r"png|jpe?g|gif|webp|svg|wav|flac|mp3|ogg|opus|mp4|zip|tgz|tbz2|txz|tar|7z|"
     r"py|pyc|so|dll|dylib|exe|md|rst|html?|css|js|ts|yaml|yml|toml|cfg|ini|lock|model|"
     r"vocab|spm|sarif)$", re.IGNORECASE)
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)$")
@@ -31,6 +34,10 @@ class Discovery:
     # a directory run -> the other logs found inside it: more records of the same run
     # (Lightning's metrics.csv beside its event file), judged with it when they agree
     records: dict[Path, list[tuple[Path, Format]]] = field(default_factory=dict)
+
+
+def _not_log(name: str) -> bool:
+    return is_archive(name) or bool(NOT_LOGS.search(logical_name(name)))
 
 
 def _skip_dir(d: Path, name: str) -> bool:
@@ -54,15 +61,19 @@ def discover(root: Path, max_logs: int) -> Discovery:
             dirnames[:] = [n for n in dirnames if n not in nested]
             for name in sorted(filenames):  # other logs beside the event files are logs too
                 other = here / name
-                kind = None if NOT_LOGS.search(name) or not other.is_file() else detect(other)
+                kind = None if _not_log(name) or not other.is_file() else detect(other)
                 if kind is not None and kind is not fmt:
                     found.logs.append((other, kind))
             continue
         for name in sorted(filenames):
-            if NOT_LOGS.search(name):
+            if _not_log(name):
                 continue
             p = here / name
             if not p.is_file() or p.is_symlink():
+                continue
+            why = missing_decoder(name)
+            if why is not None:
+                found.not_judged.append((p, why))
                 continue
             f = detect(p)
             if f is not None:

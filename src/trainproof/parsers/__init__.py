@@ -11,9 +11,10 @@ import numpy as np
 
 from trainproof.files import require_regular
 from trainproof.model import InputError, Run, Series
-from trainproof.parsers import coqui, csvlog, hf, jsonl, wandb
+from trainproof.parsers import coqui, csvlog, hf, jsonl, textlog, wandb
 from trainproof.parsers.base import Format, RawLog, read_text_head
 from trainproof.parsers.columns import CANONICAL, choose
+from trainproof.parsers.compressed import compression, is_archive, logical_name, open_log, stream_notes
 
 FORMATS: dict[str, Format] = {}
 DirSniff = Callable[[Path], bool]
@@ -26,11 +27,11 @@ def register(fmt: Format, sniff_dir: DirSniff | None = None) -> None:
         _DIR_SNIFFS[fmt.name] = sniff_dir
 
 
-register(Format(hf.NAME, hf.sniff, hf.read, "HuggingFace Trainer trainer_state.json"))
+register(Format(hf.NAME, hf.sniff, hf.read, "HuggingFace Trainer trainer_state.json", compressed=True))
 wandb.register_into(register)  # a binary header or the .wandb suffix: decided before any text sniff
-register(Format(coqui.NAME, coqui.sniff, coqui.read, "Coqui Trainer text log (trainer_0_log.txt)"))
-register(Format(jsonl.NAME, jsonl.sniff, jsonl.read, "JSON Lines, one metrics object per line"))
-register(Format(csvlog.NAME, csvlog.sniff, csvlog.read, "CSV/TSV with a header row"))
+register(Format(coqui.NAME, coqui.sniff, coqui.read, "Coqui Trainer text log (trainer_0_log.txt)", compressed=True))
+register(Format(jsonl.NAME, jsonl.sniff, jsonl.read, "JSON Lines, one metrics object per line", compressed=True))
+register(Format(csvlog.NAME, csvlog.sniff, csvlog.read, "CSV/TSV with a header row", compressed=True))
 
 
 def _load_optional() -> None:
@@ -43,6 +44,11 @@ def _load_optional() -> None:
 
 
 _load_optional()
+# Last: a stdout capture is claimed only when no structured format is (a Coqui log,
+# JSON lines and CSV rows are text files too).
+register(Format(textlog.NAME, textlog.sniff, textlog.read,
+                "training stdout / text log (HF Trainer, TRL, nanoGPT, Megatron-LM, NeMo, DeepSpeed, "
+                "fairseq, torchtune)", head=textlog.HEAD, compressed=True))
 
 
 def detect(path: Path) -> Format | None:
@@ -52,14 +58,17 @@ def detect(path: Path) -> Format | None:
             if sniff_dir(path):
                 return FORMATS[name]
         return None
-    if not path.is_file():  # FIFOs, devices, sockets: never opened, never read
+    if not path.is_file() or is_archive(path.name):  # FIFOs, devices, sockets, tarballs: never read
         return None
+    packed = compression(path.name) is not None
+    candidates = [f for f in FORMATS.values() if f.compressed or not packed]
     try:
-        head = read_text_head(path)
+        head = read_text_head(path, max((f.head for f in candidates), default=0))
     except OSError:
         return None
-    for fmt in FORMATS.values():
-        if fmt.sniff(path.name, head):
+    name = logical_name(path.name)
+    for fmt in candidates:
+        if fmt.sniff(name, head[: fmt.head]):
             return fmt
     return None
 
@@ -71,6 +80,8 @@ def resolve(path: Path, fmt_name: str = "auto") -> Format:
         if fmt_name not in FORMATS:
             raise InputError(f"unknown --format {fmt_name!r}; known: auto, {', '.join(FORMATS)}")
         return FORMATS[fmt_name]
+    if compression(path.name) is not None and path.is_file():
+        open_log(path).close()  # a .zst without zstandard installed: say so, not "unrecognised"
     fmt = detect(path) or _by_suffix(path)
     if fmt is None:
         kind = "directory holds no recognised log" if path.is_dir() else "not a recognised log format"
@@ -78,13 +89,16 @@ def resolve(path: Path, fmt_name: str = "auto") -> Format:
     return fmt
 
 
-_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "csv"}
+_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "csv",
+             ".log": "textlog", ".txt": "textlog", ".out": "textlog"}
 
 
 def _by_suffix(path: Path) -> Format | None:
     """A file the user named explicitly whose content sniffed as no known metric log:
-    its suffix decides, so the report can say which columns it did find."""
-    name = _SUFFIXES.get(path.suffix.lower()) if path.is_file() else None
+    its suffix decides, so the report can say which columns (or lines) it did find."""
+    if not path.is_file() or is_archive(path.name):
+        return None
+    name = _SUFFIXES.get(Path(logical_name(path.name)).suffix.lower())
     return FORMATS.get(name) if name else None
 
 
@@ -92,12 +106,16 @@ def read_run(path: Path, fmt_name: str = "auto", mapping: Mapping[str, str] | No
              display: str | None = None) -> Run:
     """Read one log (file or run directory) into a Run. Raises InputError on bad input."""
     fmt = resolve(path, fmt_name)
+    if compression(path.name) is not None and not fmt.compressed:
+        raise InputError(f"{path}: the {fmt.name} reader does not read compressed files; decompress it first")
     try:
-        raw = fmt.read(path)
+        with stream_notes() as cut:
+            raw = fmt.read(path)
     except InputError:
         raise
     except (OSError, UnicodeDecodeError, MemoryError) as exc:
         raise InputError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
+    raw.notes.extend(cut)
     return build_run(display or str(path), fmt.name, raw, mapping or {})
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from trainproof.files import require_regular
 from trainproof.model import InputError
+from trainproof.parsers.compressed import read_head
 
 
 @dataclass
@@ -96,17 +97,22 @@ Sniff = Callable[[str, bytes], bool]
 Read = Callable[[Path], RawLog]
 
 
+HEAD = 8192  # bytes a sniff sees unless its format asks for more
+
+
 @dataclass(frozen=True)
 class Format:
     name: str
     sniff: Sniff  # (file name, first KiBs) -> is this mine?
     read: Read
     description: str
+    head: int = HEAD  # bytes of the file the sniff is given
+    compressed: bool = False  # the reader opens files through open_log, so .gz/.bz2/.xz/.zst work
 
 
-def read_text_head(path: Path, size: int = 8192) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read(size)
+def read_text_head(path: Path, size: int = HEAD) -> bytes:
+    """The first bytes of a log as its reader will see them (decompressed)."""
+    return read_head(path, size)
 
 
 def require_file(path: Path) -> None:

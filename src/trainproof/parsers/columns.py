@@ -50,6 +50,10 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
                     "trainiterstats_loader_time"),
     "gpu_util": ("gpu_util", "gpu_utilization", "gpu_util_percent", "system_gpu_util"),
     "epoch": ("epoch", "epochs", "train_epoch"),
+    # optimizer steps skipped (overflow, NaN) and iterations with a NaN loss, counted per
+    # logged interval (Megatron's counters; DeepSpeed's running total is differenced)
+    "skipped_iters": ("skipped_iters", "number_of_skipped_iterations", "skipped_iterations"),
+    "nan_iters": ("nan_iters", "number_of_nan_iterations", "nan_iterations"),
 }
 
 _SEP = re.compile(r"[/\-. ]+")

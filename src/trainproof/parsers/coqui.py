@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from trainproof.parsers.base import Columns, RawLog, number, require_file
+from trainproof.parsers.compressed import open_log
 
 NAME = "coqui"
 _ANSI = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]")
@@ -77,7 +78,7 @@ class Decoder:
 def read(path: Path) -> RawLog:
     require_file(path)
     decoder = Decoder()
-    with open(path, "rb") as fh:
+    with open_log(path) as fh:
         decoder.feed(fh)
     return decoder.raw()
 

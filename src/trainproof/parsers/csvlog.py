@@ -7,6 +7,8 @@ strings are numbers. Rows are converted column-wise in blocks."""
 from __future__ import annotations
 
 import csv
+import io
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,7 @@ import numpy as np
 from trainproof.model import InputError
 from trainproof.parsers.base import Columns, RawLog, require_file
 from trainproof.parsers.columns import looks_like_metric
+from trainproof.parsers.compressed import open_log
 from trainproof.parsers.numeric import to_float_array
 from trainproof.parsers.rows import find_step_key
 
@@ -40,12 +43,13 @@ def sniff(name: str, head: bytes) -> bool:
 
 def read(path: Path) -> RawLog:
     require_file(path)
-    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+    with io.TextIOWrapper(open_log(path), encoding="utf-8", errors="replace", newline="") as fh:
         sample = fh.read(65536)
         if "\x00" in sample:
             raise InputError(f"{path}: binary data, not a CSV log")
-        fh.seek(0)
-        reader = csv.reader(fh, dialect(sample))
+        # a decompressing stream cannot seek back: the sample (finished to its line end) goes first
+        lines = chain(io.StringIO(sample + fh.readline(), newline=""), fh)
+        reader = csv.reader(lines, dialect(sample))
         header = next(reader, None)
         if not header:
             return RawLog({}, 0, notes=["empty file"])

@@ -18,6 +18,7 @@ from typing import Any
 
 from trainproof.model import InputError
 from trainproof.parsers.base import Columns, RawLog, require_file
+from trainproof.parsers.compressed import open_log
 from trainproof.parsers.jsonutil import loads, may_have_bools
 from trainproof.parsers.rows import add_rows
 
@@ -90,7 +91,8 @@ def _whole(data: bytes) -> tuple[dict[str, Any], Iterator[tuple[list[Any], bool]
 
 def read(path: Path) -> RawLog:
     require_file(path)
-    data = path.read_bytes()
+    with open_log(path) as fh:
+        data = fh.read()
     try:
         doc, chunks = _entries(data)
         cols, notes = Columns(), []

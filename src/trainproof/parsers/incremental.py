@@ -1,8 +1,9 @@
-"""Logs read while they grow. Line formats (JSONL, CSV, Coqui) are decoded
+"""Logs read while they grow. Line formats (JSONL, CSV, Coqui, text logs) are decoded
 incrementally: each poll feeds only the complete lines appended since the last one
 to the same block decoders `read` uses. Formats written whole or as binary records
 (trainer_state.json, TensorBoard event files and any other registered format) are
-re-read through `read_run` only when their size or mtime changed."""
+re-read through `read_run` only when their size or mtime changed; so are compressed
+logs, whose appended bytes are not lines."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from pathlib import Path
 from typing import Protocol
 
 from trainproof.model import InputError, Run
-from trainproof.parsers import build_run, coqui, csvlog, jsonl, read_run
+from trainproof.parsers import build_run, coqui, csvlog, jsonl, read_run, textlog
 from trainproof.parsers.base import Columns, RawLog
+from trainproof.parsers.compressed import compression
 from trainproof.parsers.jsonutil import may_have_bools
 from trainproof.parsers.progress import Planned
 from trainproof.parsers.rows import add_rows, find_step_key
@@ -102,7 +104,20 @@ class CoquiDecoder:
         return self.decoder.raw()
 
 
-DECODERS: Mapping[str, type] = {jsonl.NAME: JsonlDecoder, csvlog.NAME: CsvDecoder, coqui.NAME: CoquiDecoder}
+class TextlogDecoder:
+    def __init__(self) -> None:
+        self.scanner = textlog.Scanner()
+
+    def feed(self, data: bytes) -> None:
+        self.scanner.feed(data)
+
+    def raw(self) -> RawLog:
+        _, self.scanner.cols = _compact(self.scanner.cols)
+        return self.scanner.raw()
+
+
+DECODERS: Mapping[str, type] = {jsonl.NAME: JsonlDecoder, csvlog.NAME: CsvDecoder, coqui.NAME: CoquiDecoder,
+                                textlog.NAME: TextlogDecoder}
 
 
 @dataclass(frozen=True)
@@ -195,6 +210,6 @@ def open_source(path: Path, fmt: str, display: str, mapping: Mapping[str, str]) 
     """The way to follow `path` as format `fmt` (a registered format name)."""
     if not (path.is_file() or path.is_dir()):
         raise InputError(f"{path}: not a regular file or directory (a FIFO or device cannot be watched)")
-    if fmt in DECODERS and path.is_file():
+    if fmt in DECODERS and path.is_file() and compression(path.name) is None:
         return LineSource(path, fmt, display, mapping)
     return RereadSource(path, fmt, display, mapping)

@@ -14,6 +14,7 @@ from typing import Any
 
 from trainproof.parsers.base import Columns, RawLog, require_file
 from trainproof.parsers.columns import looks_like_metric
+from trainproof.parsers.compressed import open_log
 from trainproof.parsers.jsonutil import loads, may_have_bools
 from trainproof.parsers.progress import Planned, lift
 from trainproof.parsers.rows import add_rows, find_step_key, flatten
@@ -111,7 +112,7 @@ def read(path: Path) -> RawLog:
         add_rows(rows, cols, tally.records, step_key, may_have_bools(raw))
         tally.records += len(rows)
 
-    with open(path, "rb") as fh:
+    with open_log(path) as fh:
         rest = b""
         skipping = False
         while block := fh.read(BLOCK):
