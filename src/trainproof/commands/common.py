@@ -7,8 +7,11 @@ from pathlib import Path
 
 from trainproof.model import Run
 from trainproof.parsers import read_run
+from trainproof.parsers.stores import split_address
 
 
 def load(path: str, args: argparse.Namespace) -> Run:
-    return read_run(Path(path), getattr(args, "format", "auto"), getattr(args, "map", {}) or {},
-                    display=path)
+    """`path` may be a `PATH::RUN_ID` address naming one run of a multi-run store."""
+    where, run = split_address(path)
+    return read_run(Path(where), getattr(args, "format", "auto"), getattr(args, "map", {}) or {},
+                    display=where, run=run)

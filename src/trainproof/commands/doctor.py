@@ -11,7 +11,8 @@ from trainproof.commands.common import load
 from trainproof.discover import discover
 from trainproof.engine import judge_pair, judge_run
 from trainproof.model import InputError, Location, Report, ReportSet, Run
-from trainproof.parsers import read_run
+from trainproof.parsers import read_run, resolve
+from trainproof.parsers.stores import join_address
 from trainproof.rules import status as S
 from trainproof.rules.compare import Pair
 
@@ -49,6 +50,17 @@ def _with_baseline(single: Report, run: Run, baseline: Run, base_report: Report)
                   skipped={**single.skipped, **{f"compare:{k}": v for k, v in cmp.skipped.items()}})
 
 
+def _runs_in(p: Path, fmt_name: str, root: Path, given: str) -> list[tuple[Path, str | None, str]]:
+    """(path, run id, display) of each run a found log holds: itself, or every run of a
+    multi-run store, each named by its own directory or by a PATH::RUN_ID address."""
+    shown = _display(p, root, given)
+    store = resolve(p, fmt_name).store
+    if store is None:
+        return [(p, None, shown)]
+    return [(ref.path, None, _display(ref.path, root, given)) if ref.path is not None
+            else (p, ref.id, shown) for ref in store.runs(p)]
+
+
 def run(args: argparse.Namespace) -> ReportSet:
     root = Path(args.path)
     if not root.exists():
@@ -72,16 +84,24 @@ def run(args: argparse.Namespace) -> ReportSet:
             not_judged.append((p, "the baseline itself"))
             continue
         try:
-            r = read_run(p, fmt or getattr(args, "format", "auto"), args.map, display=shown)
+            targets = _runs_in(p, fmt or getattr(args, "format", "auto"), root, args.path)
         except InputError as exc:
             reports.append(_unreadable(shown, fmt or "?", str(exc)))
             continue
-        single = judge_run(r, required=False)
-        if baseline is not None and base_report is not None:
-            single = _with_baseline(single, r, baseline, base_report)
-        reports.append(single)
+        for where, run_id, display in targets:
+            try:
+                r = read_run(where, fmt or getattr(args, "format", "auto"), args.map, display=display, run=run_id)
+            except InputError as exc:
+                named = display if run_id is None else join_address(display, run_id)
+                reports.append(_unreadable(named, fmt or "?", str(exc)))
+                continue
+            single = judge_run(r, required=False)
+            if baseline is not None and base_report is not None:
+                single = _with_baseline(single, r, baseline, base_report)
+            reports.append(single)
     if not reports and not not_judged:
         raise InputError(f"{args.path}: no training logs found (looked for: "
-                         "trainer_state.json, Coqui logs, TensorBoard event files, JSONL/CSV metrics)")
+                         "trainer_state.json, Coqui logs, TensorBoard event files, MLflow stores, "
+                         "ClearML sessions, JSONL/CSV metrics)")
     skipped = [{"file": _display(p, root, args.path), "reason": why} for p, why in not_judged]
     return ReportSet(NAME, tuple(reports), tables={"not_judged": skipped})

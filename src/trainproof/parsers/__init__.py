@@ -11,9 +11,10 @@ import numpy as np
 
 from trainproof.files import require_regular
 from trainproof.model import InputError, Run, Series
-from trainproof.parsers import coqui, csvlog, hf, jsonl
+from trainproof.parsers import coqui, csvlog, hf, jsonl, mlflow, mlflow_files
 from trainproof.parsers.base import Format, RawLog, read_text_head
 from trainproof.parsers.columns import CANONICAL, choose
+from trainproof.parsers.stores import SEPARATOR, join_address, read_selected
 
 FORMATS: dict[str, Format] = {}
 DirSniff = Callable[[Path], bool]
@@ -30,6 +31,7 @@ register(Format(hf.NAME, hf.sniff, hf.read, "HuggingFace Trainer trainer_state.j
 register(Format(coqui.NAME, coqui.sniff, coqui.read, "Coqui Trainer text log (trainer_0_log.txt)"))
 register(Format(jsonl.NAME, jsonl.sniff, jsonl.read, "JSON Lines, one metrics object per line"))
 register(Format(csvlog.NAME, csvlog.sniff, csvlog.read, "CSV/TSV with a header row"))
+register(mlflow.FORMAT, mlflow_files.sniff_dir)
 
 
 def _load_optional() -> None:
@@ -88,16 +90,26 @@ def _by_suffix(path: Path) -> Format | None:
 
 
 def read_run(path: Path, fmt_name: str = "auto", mapping: Mapping[str, str] | None = None,
-             display: str | None = None) -> Run:
-    """Read one log (file or run directory) into a Run. Raises InputError on bad input."""
+             display: str | None = None, run: str | None = None) -> Run:
+    """Read one log (file or run directory) into a Run. `run` names one run of a
+    multi-run store (stores.py); the Run's path is then the `PATH::RUN_ID` address.
+    Raises InputError on bad input."""
     fmt = resolve(path, fmt_name)
+    shown = display or str(path)
+    if run is not None and fmt.store is None:
+        raise InputError(f"{shown}{SEPARATOR}{run}: a {fmt.name} log holds one run; "
+                         f"PATH{SEPARATOR}RUN_ID names a run in a multi-run store")
     try:
-        raw = fmt.read(path)
+        if fmt.store is None:
+            raw = fmt.read(path)
+        else:
+            run_id, raw = read_selected(fmt.store, path, run)
+            shown = shown if run_id is None else join_address(shown, run_id)
     except InputError:
         raise
     except (OSError, UnicodeDecodeError, MemoryError) as exc:
         raise InputError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
-    return build_run(display or str(path), fmt.name, raw, mapping or {})
+    return build_run(shown, fmt.name, raw, mapping or {})
 
 
 def build_run(path: str, fmt: str, raw: RawLog, mapping: Mapping[str, str]) -> Run:

@@ -16,6 +16,7 @@ import numpy as np
 
 from trainproof.files import require_regular
 from trainproof.model import InputError
+from trainproof.parsers.stores import Store
 
 
 @dataclass
@@ -102,6 +103,7 @@ class Format:
     sniff: Sniff  # (file name, first KiBs) -> is this mine?
     read: Read
     description: str
+    store: Store | None = None  # set when one path can hold several runs (stores.py)
 
 
 def read_text_head(path: Path, size: int = 8192) -> bytes:
