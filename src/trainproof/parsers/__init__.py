@@ -11,7 +11,7 @@ import numpy as np
 
 from trainproof.files import require_regular
 from trainproof.model import InputError, Run, Series
-from trainproof.parsers import coqui, csvlog, hf, jsonl, mlflow, mlflow_files
+from trainproof.parsers import clearml, coqui, csvlog, hf, jsonl, mlflow, mlflow_files
 from trainproof.parsers.base import Format, RawLog, read_text_head
 from trainproof.parsers.columns import CANONICAL, choose
 from trainproof.parsers.stores import SEPARATOR, join_address, read_selected
@@ -32,6 +32,8 @@ register(Format(coqui.NAME, coqui.sniff, coqui.read, "Coqui Trainer text log (tr
 register(Format(jsonl.NAME, jsonl.sniff, jsonl.read, "JSON Lines, one metrics object per line"))
 register(Format(csvlog.NAME, csvlog.sniff, csvlog.read, "CSV/TSV with a header row"))
 register(mlflow.FORMAT, mlflow_files.sniff_dir)
+register(Format(clearml.NAME, clearml.sniff, clearml.read,
+                "ClearML scalar events: an offline session folder or zip, or metrics.jsonl"), clearml.sniff_dir)
 
 
 def _load_optional() -> None:
