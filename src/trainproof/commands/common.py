@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from trainproof.address import split_address
 from trainproof.model import Run
 from trainproof.parsers import read_run
-from trainproof.parsers.stores import split_address
 
 
 def load(path: str, args: argparse.Namespace) -> Run:

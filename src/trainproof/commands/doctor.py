@@ -7,12 +7,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from trainproof.address import join_address
 from trainproof.commands.common import load
 from trainproof.discover import discover
 from trainproof.engine import judge_pair, judge_run
 from trainproof.model import InputError, Location, Report, ReportSet, Run
 from trainproof.parsers import read_run, resolve
-from trainproof.parsers.stores import join_address
 from trainproof.rules import status as S
 from trainproof.rules.compare import Pair
 

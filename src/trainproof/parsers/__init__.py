@@ -9,12 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
+from trainproof.address import SEPARATOR, join_address
 from trainproof.files import require_regular
 from trainproof.model import InputError, Run, Series
 from trainproof.parsers import clearml, coqui, csvlog, hf, jsonl, mlflow, mlflow_files
 from trainproof.parsers.base import Format, RawLog, read_text_head
 from trainproof.parsers.columns import CANONICAL, choose
-from trainproof.parsers.stores import SEPARATOR, join_address, read_selected
+from trainproof.parsers.stores import read_selected
 
 FORMATS: dict[str, Format] = {}
 DirSniff = Callable[[Path], bool]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -87,7 +88,7 @@ def read(path: Path) -> RawLog:
             if CONSOLE in zf.namelist():
                 with zf.open(CONSOLE) as fh:
                     raw.notes.extend(_replaced_notes(fh))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error) as exc:
         raise InputError(f"{path}: unreadable zip ({exc})") from None
     _name_task(raw, name)
     return raw

@@ -2,10 +2,11 @@
 
 Read with the standard library's sqlite3, opened read-only and immutable (no lock,
 no journal, nothing written beside the file), after checking the file really has
-MLflow's `runs` and `metrics` tables. Points are streamed from one indexed query
-per run in blocks. MLflow cannot store NaN or +-Inf in its FLOAT column: it writes
-NaN as 0.0 with `is_nan` set and +-Inf as +-1.797e308 (the largest double); both
-are read back as the non-finite values they stand for, never as numbers.
+MLflow's `runs` and `metrics` tables. Points are streamed in blocks from one query
+per run that MLflow's (run, key, step) index serves in order. MLflow cannot store
+NaN or +-Inf in its FLOAT column: it writes NaN as 0.0 with `is_nan` set and +-Inf
+as +-1.797e308 (the largest double); both are read back as the non-finite values
+they stand for, never as numbers.
 """
 
 from __future__ import annotations
@@ -78,8 +79,11 @@ def read(path: Path, run_id: str) -> RawLog:
         info = con.execute("SELECT name, status FROM runs WHERE run_uuid = ?", (run_id,)).fetchone()
         if info is None:
             raise UnknownRun(f"{path}: no run {run_id}")
-        cur = con.execute("SELECT key, step, value, is_nan FROM metrics WHERE run_uuid = ? ORDER BY rowid",
-                          (run_id,))
+        # Row order is not write order (clients log asynchronously): the (run, key, step)
+        # index streams each key by step, and at a repeated step the later time stamp
+        # comes last, so it is the write that wins when the run is built.
+        cur = con.execute("SELECT key, step, value, is_nan FROM metrics WHERE run_uuid = ? "
+                          "ORDER BY key, step, timestamp, rowid", (run_id,))
         cols, records, marked = Columns(), 0, 0
         while rows := cur.fetchmany(BLOCK):
             records += len(rows)

@@ -1,8 +1,8 @@
 """Multi-run stores: one path that holds several runs (an MLflow `mlflow.db`, an
-`mlruns/` tree), and the `PATH::RUN` address that names one run inside one.
+`mlruns/` tree); trainproof.address owns the `PATH::RUN_ID` form that names one.
 
 A store format lists the runs a path holds and reads one run by its exact id. This
-module owns the address syntax and the choice of run: the only run when the user
+module owns the choice of run: the only run when the user
 named none, else the run whose id (or a unique id prefix, or a unique run name)
 matches; anything else is one InputError line that lists what the store holds.
 """
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trainproof.address import SEPARATOR
 from trainproof.model import InputError
 
 if TYPE_CHECKING:  # base imports this module for Format.store
     from trainproof.parsers.base import RawLog
 
-SEPARATOR = "::"
 LISTED = 5  # runs named in an error line before "and N more"
 
 
@@ -45,21 +45,6 @@ class RunRef:
 class Store:
     runs: Callable[[Path], list[RunRef]]  # every run the path holds, in a stable order
     read: Callable[[Path, str], RawLog]  # one run by exact id; UnknownRun when absent
-
-
-def split_address(text: str) -> tuple[str, str | None]:
-    """`PATH::RUN` -> (PATH, RUN). A path that exists as written is never split, so a
-    file whose name holds '::' still reads as itself."""
-    if SEPARATOR not in text or Path(text).exists():
-        return text, None
-    path, run = text.rsplit(SEPARATOR, 1)
-    if not path or not run:
-        raise InputError(f"{text}: expected PATH{SEPARATOR}RUN_ID")
-    return path, run
-
-
-def join_address(path: str, run_id: str) -> str:
-    return f"{path}{SEPARATOR}{run_id}"
 
 
 def _listing(refs: list[RunRef]) -> str:
