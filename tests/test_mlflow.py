@@ -184,11 +184,16 @@ def test_a_database_that_is_not_mlflow(run_cli, tmp_path):
     db = tmp_path / "optuna.db"
     with sqlite3.connect(db) as con:
         con.execute("CREATE TABLE trials (trial_id INTEGER, value FLOAT)")
-    code, _, err = run_cli("epoch", db)
+    code, _, err = run_cli("epoch", db, "--format", "mlflow")
     assert code == 2 and "not an MLflow tracking store" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli("epoch", db)
+    assert code == 2 and "not a recognised log format" in err
+    (tmp_path / ".coverage").write_bytes(db.read_bytes())  # pytest-cov's data is SQLite too
+    log = Path(__file__).parent / "fixtures" / "core" / "jsonl" / "train_log.jsonl"
+    shutil.copy(log, tmp_path)
     code, out, _ = run_cli("doctor", tmp_path, "--json")
     doc = json.loads(out)
-    assert code == 2 and doc["reports"][0]["verdict"] == "NOT-CHECKED"
+    assert [Path(r["file"]).name for r in doc["reports"]] == ["train_log.jsonl"]
 
 
 @pytest.mark.parametrize("cut", [100, 20_000, 200_000])
@@ -204,6 +209,9 @@ def test_a_corrupt_database(run_cli, tmp_path):
     db.write_bytes(mlflow_sqlite.MAGIC + bytes(range(256)) * 64)
     code, _, err = run_cli("epoch", db)
     assert code == 2 and err.startswith("trainproof: error:") and len(err.strip().splitlines()) == 1
+    code, out, _ = run_cli("doctor", tmp_path, "--json")  # damaged: still listed, never dropped
+    doc = json.loads(out)
+    assert code == 2 and [r["verdict"] for r in doc["reports"]] == ["NOT-CHECKED"]
 
 
 def test_a_malformed_metric_line_is_a_note(run_cli, stores):

@@ -63,7 +63,7 @@ def detect(path: Path) -> Format | None:
     except OSError:
         return None
     for fmt in FORMATS.values():
-        if fmt.sniff(path.name, head):
+        if fmt.sniff(path.name, head) and (fmt.confirm is None or fmt.confirm(path)):
             return fmt
     return None
 

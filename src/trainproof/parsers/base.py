@@ -104,6 +104,9 @@ class Format:
     read: Read
     description: str
     store: Store | None = None  # set when one path can hold several runs (stores.py)
+    # A second look, with the path, after the sniff matched: for containers whose head
+    # says too little (any SQLite file starts alike). False only when surely not mine.
+    confirm: Callable[[Path], bool] | None = None
 
 
 def read_text_head(path: Path, size: int = 8192) -> bytes:

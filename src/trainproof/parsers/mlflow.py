@@ -32,4 +32,4 @@ def read(path: Path) -> RawLog:
 
 FORMAT = Format(NAME, mlflow_sqlite.sniff, read,
                 "MLflow tracking store: mlflow.db (SQLite) or an mlruns/ tree, experiment or run directory",
-                store=STORE)
+                store=STORE, confirm=mlflow_sqlite.confirm)

@@ -32,8 +32,25 @@ NEEDED = {"runs": {"run_uuid", "name", "status", "lifecycle_stage"},
 
 
 def sniff(name: str, head: bytes) -> bool:
-    """Any SQLite file; `_connect` then tells MLflow's schema from the rest."""
+    """Any SQLite file; `confirm` then tells MLflow's schema from the rest."""
     return head.startswith(MAGIC)
+
+
+def confirm(path: Path) -> bool:
+    """False for a readable SQLite database without MLflow's tables (coverage data, an
+    Optuna study), so `doctor` passes it by; a damaged one stays a candidate, and
+    reading it says what is wrong."""
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro&immutable=1", uri=True)
+        try:
+            tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return True
+    return set(NEEDED) <= tables
 
 
 @contextmanager
