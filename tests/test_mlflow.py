@@ -231,3 +231,8 @@ def test_old_two_field_lines_are_step_zero(tmp_path, stores):
     (run_dir / "metrics" / "old").write_text("1796284389259 0.5\n")
     steps, values = mlflow_files.read(run_dir, ids(stores["file"])["healthy"]).columns["old"]
     assert steps.tolist() == [0.0] and values.tolist() == [0.5]
+
+
+def test_watch_follows_one_run_of_a_store(run_cli, stores):
+    code, out, _ = run_cli("watch", f"{stores['sqlite']}::nonfinite", "--max-duration", "1", "--interval", "0.2")
+    assert code == 1 and "TP-NAN" in out and "MLflow run 'nonfinite'" in out
