@@ -236,3 +236,12 @@ def test_old_two_field_lines_are_step_zero(tmp_path, stores):
 def test_watch_follows_one_run_of_a_store(run_cli, stores):
     code, out, _ = run_cli("watch", f"{stores['sqlite']}::nonfinite", "--max-duration", "1", "--interval", "0.2")
     assert code == 1 and "TP-NAN" in out and "MLflow run 'nonfinite'" in out
+
+
+def test_doctor_with_a_run_of_the_store_as_baseline(run_cli, stores):
+    db = stores["sqlite"]
+    code, out, _ = run_cli("doctor", db, "--baseline", f"{db}::healthy", "--json")
+    doc = json.loads(out)
+    assert [r["reason"] for r in doc["not_judged"]] == ["the baseline itself"]
+    assert doc["not_judged"][0]["file"] == f"{db}::{ids(db)['healthy']}"
+    assert len(doc["reports"]) == 2 and code == 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from trainproof.address import join_address
+from trainproof.address import join_address, split_address
 from trainproof.commands.common import load
 from trainproof.discover import discover
 from trainproof.engine import judge_pair, judge_run
@@ -76,21 +76,27 @@ def run(args: argparse.Namespace) -> ReportSet:
         found = discover(root, args.max_logs)
         found_logs = [(p, f.name) for p, f in found.logs]
         not_judged = found.not_judged
-    base_path = Path(args.baseline).resolve() if args.baseline else None
+    base_where, base_run = split_address(baseline.path) if baseline is not None else (None, None)
+    base_path = Path(base_where).resolve() if base_where is not None else None
     reports = []
+    baseline_run = None  # the baseline when it is one run of a store doctor walks
     for p, fmt in found_logs:
         shown = _display(p, root, args.path)
-        if base_path is not None and p.resolve() == base_path:
+        if base_path is not None and base_run is None and p.resolve() == base_path:
             not_judged.append((p, "the baseline itself"))
             continue
+        fmt_name = fmt or getattr(args, "format", "auto")
         try:
-            targets = _runs_in(p, fmt or getattr(args, "format", "auto"), root, args.path)
+            targets = _runs_in(p, fmt_name, root, args.path)
         except InputError as exc:
             reports.append(_unreadable(shown, fmt or "?", str(exc)))
             continue
         for where, run_id, display in targets:
+            if base_run is not None and run_id == base_run and where.resolve() == base_path:
+                baseline_run = {"file": join_address(display, run_id), "reason": "the baseline itself"}
+                continue
             try:
-                r = read_run(where, fmt or getattr(args, "format", "auto"), args.map, display=display, run=run_id)
+                r = read_run(where, fmt_name, args.map, display=display, run=run_id)
             except InputError as exc:
                 named = display if run_id is None else join_address(display, run_id)
                 reports.append(_unreadable(named, fmt or "?", str(exc)))
@@ -99,9 +105,10 @@ def run(args: argparse.Namespace) -> ReportSet:
             if baseline is not None and base_report is not None:
                 single = _with_baseline(single, r, baseline, base_report)
             reports.append(single)
-    if not reports and not not_judged:
+    if not reports and not not_judged and not baseline_run:
         raise InputError(f"{args.path}: no training logs found (looked for: "
                          "trainer_state.json, Coqui logs, TensorBoard event files, MLflow stores, "
                          "ClearML sessions, JSONL/CSV metrics)")
     skipped = [{"file": _display(p, root, args.path), "reason": why} for p, why in not_judged]
+    skipped += [baseline_run] if baseline_run else []
     return ReportSet(NAME, tuple(reports), tables={"not_judged": skipped})
