@@ -8,11 +8,12 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from trainproof.address import join_address, split_address
 from trainproof.commands.common import load
 from trainproof.discover import discover
 from trainproof.engine import judge_pair, judge_run
 from trainproof.model import InputError, Location, Report, ReportSet, Run
-from trainproof.parsers import read_run
+from trainproof.parsers import read_run, resolve
 from trainproof.records import loss_disagreement, merge_records, primary_first
 from trainproof.rules import status as S
 from trainproof.rules.compare import Pair
@@ -69,6 +70,33 @@ def _one_per_run(runs: list[Run], shown: str) -> list[Run]:
     return out
 
 
+def _runs_in(p: Path, fmt_name: str, root: Path, given: str) -> list[tuple[Path, str | None, str]]:
+    """(path, run id, display) of each run a found log holds: itself, or every run of a
+    multi-run store, each named by its own directory or by a PATH::RUN_ID address."""
+    shown = _display(p, root, given)
+    store = resolve(p, fmt_name).store
+    if store is None:
+        return [(p, None, shown)]
+    return [(ref.path, None, _display(ref.path, root, given)) if ref.path is not None
+            else (p, ref.id, shown) for ref in store.runs(p)]
+
+
+def _read_records(p: Path, fmt: str | None, records: list[tuple[Path, str]], shown: str,
+                  args: argparse.Namespace, not_judged: list[tuple[Path, str]]) -> list[Run] | str:
+    """The runs one found log makes with the other records of its run directory, or why
+    the log itself could not be read."""
+    runs = []
+    for q, qfmt in [(p, fmt), *records]:
+        q_shown = _display(q, Path(args.path), args.path)
+        try:
+            runs.append(read_run(q, qfmt or getattr(args, "format", "auto"), args.map, display=q_shown))
+        except InputError as exc:
+            if q == p:
+                return str(exc)
+            not_judged.append((q, f"another record of the run {shown}, unreadable: {exc}"))
+    return _one_per_run(runs, shown)
+
+
 def run(args: argparse.Namespace) -> ReportSet:
     root = Path(args.path)
     if not root.exists():
@@ -86,31 +114,50 @@ def run(args: argparse.Namespace) -> ReportSet:
         found_logs = [(p, f.name) for p, f in found.logs]
         not_judged = found.not_judged
         records = {d: [(p, f.name) for p, f in rs] for d, rs in found.records.items()}
-    base_path = Path(args.baseline).resolve() if args.baseline else None
+    base_where, base_run = split_address(baseline.path) if baseline is not None else (None, None)
+    base_path = Path(base_where).resolve() if base_where is not None else None
     reports = []
+    baseline_run = None  # the baseline when it is one run of a store doctor walks
+
+    def judged(r: Run) -> Report:
+        single = judge_run(r, required=False)
+        if baseline is not None and base_report is not None:
+            single = _with_baseline(single, r, baseline, base_report)
+        return single
+
     for p, fmt in found_logs:
         shown = _display(p, root, args.path)
-        if base_path is not None and p.resolve() == base_path:
+        if base_path is not None and base_run is None and p.resolve() == base_path:
             not_judged.append((p, "the baseline itself"))
             continue
-        group = [(p, fmt), *records.get(p, [])]
-        runs = []
-        for q, qfmt in group:
-            q_shown = _display(q, root, args.path)
+        fmt_name = fmt or getattr(args, "format", "auto")
+        try:
+            targets = _runs_in(p, fmt_name, root, args.path)
+        except InputError as exc:
+            reports.append(_unreadable(shown, fmt or "?", str(exc)))
+            continue
+        if targets == [(p, None, shown)]:  # one log, perhaps with more records of its run
+            runs = _read_records(p, fmt, records.get(p, []), shown, args, not_judged)
+            if isinstance(runs, str):
+                reports.append(_unreadable(shown, fmt or "?", runs))
+            else:
+                reports.extend(judged(r) for r in runs)
+            continue
+        for where, run_id, display in targets:  # every run of a multi-run store
+            if base_run is not None and run_id == base_run and where.resolve() == base_path:
+                baseline_run = {"file": join_address(display, run_id), "reason": "the baseline itself"}
+                continue
             try:
-                runs.append(read_run(q, qfmt or getattr(args, "format", "auto"), args.map, display=q_shown))
+                r = read_run(where, fmt_name, args.map, display=display, run=run_id)
             except InputError as exc:
-                if q == p:
-                    reports.append(_unreadable(shown, qfmt or "?", str(exc)))
-                else:
-                    not_judged.append((q, f"another record of the run {shown}, unreadable: {exc}"))
-        for r in _one_per_run(runs, shown):
-            single = judge_run(r, required=False)
-            if baseline is not None and base_report is not None:
-                single = _with_baseline(single, r, baseline, base_report)
-            reports.append(single)
-    if not reports and not not_judged:
+                named = display if run_id is None else join_address(display, run_id)
+                reports.append(_unreadable(named, fmt or "?", str(exc)))
+                continue
+            reports.append(judged(r))
+    if not reports and not not_judged and not baseline_run:
         raise InputError(f"{args.path}: no training logs found (looked for: "
-                         "trainer_state.json, Coqui logs, TensorBoard event files, JSONL/CSV metrics)")
+                         "trainer_state.json, Coqui logs, TensorBoard event files, MLflow stores, "
+                         "ClearML sessions, JSONL/CSV metrics)")
     skipped = [{"file": _display(p, root, args.path), "reason": why} for p, why in not_judged]
+    skipped += [baseline_run] if baseline_run else []
     return ReportSet(NAME, tuple(reports), tables={"not_judged": skipped})

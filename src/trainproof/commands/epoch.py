@@ -1,4 +1,4 @@
-"""`trainproof epoch LOG`: the single-run verdict on one log (or TensorBoard run dir)."""
+"""`trainproof epoch LOG`: the single-run verdict on one log, run directory or store run."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ LOG_INPUT = True
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("log", metavar="LOG", help="a log file or a TensorBoard run directory")
+    p.add_argument("log", metavar="LOG", help="a log file, a run directory, or PATH::RUN_ID for one run of a "
+                   "multi-run store (mlflow.db)")
 
 
 def run(args: argparse.Namespace) -> ReportSet:
