@@ -25,7 +25,9 @@ LOG_INPUT = True
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", metavar="PATH", nargs="?", default=".", help="file or directory (default .)")
-    p.add_argument("--baseline", metavar="FILE", help="also compare every log against this known-good run")
+    p.add_argument("--baseline", metavar="FILE", action="append", default=[],
+                   help="also compare every log against this known-good run; repeat it for "
+                   "several seeds of the recipe (they form the envelope a log is judged against)")
     p.add_argument("--max-logs", type=int, default=500, metavar="N",
                    help="judge at most N logs; the rest are listed as not judged (default 500)")
 
@@ -42,8 +44,8 @@ def _unreadable(path: str, fmt: str, why: str) -> Report:
                   findings=(S.NO_RECORDS.finding(Location(path), detail=why),))
 
 
-def _with_baseline(single: Report, run: Run, baseline: Run, base_report: Report) -> Report:
-    cmp = judge_pair(Pair(baseline, run), base_report)
+def _with_baseline(single: Report, run: Run, baselines: list[Run], base_reports: list[Report]) -> Report:
+    cmp = judge_pair(Pair(baselines[0], run, tuple(baselines[1:])), base_reports)
     return Report(subject=single.subject, format=single.format, records=single.records,
                   span=single.span, notes=single.notes, required=False,
                   findings=single.findings + cmp.findings,
@@ -75,8 +77,8 @@ def run(args: argparse.Namespace) -> ReportSet:
         raise InputError(f"{args.path}: no such file or directory")
     if args.max_logs < 1:
         raise InputError("--max-logs must be at least 1")
-    baseline = load(args.baseline, args) if args.baseline else None
-    base_report = judge_run(baseline) if baseline is not None else None
+    baselines = [load(b, args) for b in args.baseline]
+    base_reports = [judge_run(b) for b in baselines]
     records: dict[Path, list[tuple[Path, str]]] = {}
     if root.is_file():
         found_logs: list[tuple[Path, str | None]] = [(root, None)]
@@ -86,11 +88,11 @@ def run(args: argparse.Namespace) -> ReportSet:
         found_logs = [(p, f.name) for p, f in found.logs]
         not_judged = found.not_judged
         records = {d: [(p, f.name) for p, f in rs] for d, rs in found.records.items()}
-    base_path = Path(args.baseline).resolve() if args.baseline else None
+    base_paths = {Path(b).resolve() for b in args.baseline}
     reports = []
     for p, fmt in found_logs:
         shown = _display(p, root, args.path)
-        if base_path is not None and p.resolve() == base_path:
+        if p.resolve() in base_paths:
             not_judged.append((p, "the baseline itself"))
             continue
         group = [(p, fmt), *records.get(p, [])]
@@ -106,8 +108,8 @@ def run(args: argparse.Namespace) -> ReportSet:
                     not_judged.append((q, f"another record of the run {shown}, unreadable: {exc}"))
         for r in _one_per_run(runs, shown):
             single = judge_run(r, required=False)
-            if baseline is not None and base_report is not None:
-                single = _with_baseline(single, r, baseline, base_report)
+            if baselines:
+                single = _with_baseline(single, r, baselines, base_reports)
             reports.append(single)
     if not reports and not not_judged:
         raise InputError(f"{args.path}: no training logs found (looked for: "
