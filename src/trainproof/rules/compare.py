@@ -125,7 +125,7 @@ def nonfinite_end(pair: Pair) -> list[Finding] | Skip:
     if r is None or any(b is None for b in bs):
         return Skip(SkipKind.NO_DATA, "loss missing on one side")
     tail = int(END_NONFINITE.t("min_tail"))
-    for base, b in zip(pair.baselines, bs):
+    for base, b in zip(pair.baselines, bs, strict=True):
         if b is not None and _collapse_step(b, tail, base.get("grad_norm")) is not None:
             return Skip(SkipKind.DEGENERATE, f"the baseline {base.path}'s own loss ends non-finite")
     step = _collapse_step(r, tail, pair.run.get("grad_norm"))
