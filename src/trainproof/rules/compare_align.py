@@ -52,13 +52,14 @@ def edge_medians(values: np.ndarray) -> tuple[float, float, int]:
 
 
 def positive(run: Run, name: str) -> Series | None:
-    """The finite points of a metric, when there are 2+ and all are positive (ratios of
-    losses that can be zero or negative - ELBO, RL objectives - mean nothing)."""
+    """The finite points of a metric, when there are any and all are positive (ratios of
+    losses that can be zero or negative - ELBO, RL objectives - mean nothing). How many
+    are needed is MIN_POINTS / MIN_EVAL_POINTS, counted after alignment."""
     s = run.get(name)
     if s is None:
         return None
     f = s.finite_only()
-    return f if len(f) >= 2 and f.values.min() > 0 else None
+    return f if len(f) and f.values.min() > 0 else None
 
 
 @dataclass(frozen=True)
@@ -160,15 +161,14 @@ class Pair:
 
     def track(self, name: str, minimum: int) -> Track | str:
         """`name` aligned by step, or why it cannot be (a sentence naming the side)."""
-        r = positive(self.run, name)
-        if r is None:
-            return f"run {self.run.path} has no positive finite {name} series of 2+ points"
-        bases = []
-        for b in self.baselines:
-            s = positive(b, name)
+        series = []
+        for role, side in (("run", self.run), *(("baseline", b) for b in self.baselines)):
+            s = positive(side, name)
             if s is None:
-                return f"baseline {b.path} has no positive finite {name} series of 2+ points"
-            bases.append(s)
+                what = "logs no" if side.get(name) is None else "has no positive finite"
+                return f"{role} {side.path} {what} {name}"
+            series.append(s)
+        r, bases = series[0], series[1:]
         t = align(r, bases, name)
         if isinstance(t, Track) and t.n < minimum:
             return (f"{t.n} {name} point(s) of the run fall inside the baseline's steps "

@@ -91,6 +91,10 @@ EVAL_GAP = rule(
     thresholds={"min_ratio": Threshold(1.05, "x baseline eval loss",
                                        "As TP-LOSS-OFF-TRACK: seeds of one recipe sit within a few "
                                        "percent of each other; 5 % above is not seed variation."),
+                "max_train_ratio": Threshold(1.0, "x baseline train loss",
+                                             "Train loss below the baseline's at all: the run fits its "
+                                             "training data at least as well as the known-good run, so "
+                                             "its higher eval loss is not under-training."),
                 "min_points": MIN_EVAL_POINTS},
     fires=Example({"baseline": {"loss": [2.0, 1.6, 1.4, 1.3, 1.25], "eval_loss": [2.0, 1.7, 1.5, 1.45, 1.4]},
                    "run": {"loss": [2.0, 1.2, 0.6, 0.3, 0.2], "eval_loss": [2.0, 1.8, 2.0, 2.3, 2.6]}}),
@@ -109,7 +113,7 @@ def eval_gap(pair: Pair) -> list[Finding] | Skip:
     eb, er, et = ev
     b, r, _ = tr
     eval_ratio, train_ratio = er.end / eb.end, r.end / b.end
-    if eval_ratio > EVAL_GAP.t("min_ratio") and train_ratio < 1.0:
+    if eval_ratio > EVAL_GAP.t("min_ratio") and train_ratio < EVAL_GAP.t("max_train_ratio"):
         step = float(et.steps[-1])
         return [EVAL_GAP.finding(Location(pair.run.path, step), step=step, train_ratio=train_ratio,
                                  run_train=r.end, base_train=b.end, eval_ratio=eval_ratio,
