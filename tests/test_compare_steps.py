@@ -156,3 +156,22 @@ def test_step_time_regression_warns(run_cli, tmp_path):
     verdicts = {r["file"].split("/")[-1]: r for r in doc["reports"]}
     assert "TP-STEP-TIME-RATIO" in ids(verdicts["slow.jsonl"], "WARN")
     assert verdicts["same.jsonl"]["verdict"] == "PASS" and code == 0
+
+
+def test_several_baselines_widen_the_noise_to_their_envelope():
+    """Two seeds that end 10 % apart say seeds of this recipe differ by that much: a run
+    14 % above the upper one is off track against that seed alone (the logs' batch noise
+    is tiny) but not outside the envelope of both."""
+    from trainproof.engine import apply
+    from trainproof.examples import run_from
+    from trainproof.rules.compare import Pair
+
+    def curve(level: float) -> list[float]:
+        return [level * (2.0 - i / 40) * (1 + 0.002 * ((i * 7) % 5 - 2)) for i in range(40)]
+
+    low, high, run = (run_from({"loss": curve(v)}, f"{n}.jsonl")
+                      for n, v in (("low", 1.0), ("high", 1.1), ("run", 1.25)))
+    alone = apply("compare", Pair(high, run))
+    both = apply("compare", Pair(low, run, (high,)))
+    assert "TP-LOSS-OFF-TRACK" in {f.rule_id for f in alone.findings}
+    assert "TP-LOSS-OFF-TRACK" not in {f.rule_id for f in both.findings}

@@ -25,7 +25,8 @@ GAP = Threshold(
     "many blocks (TP-DIVERGE's floor, biased low, needs 4): a one-sided 3-width gap is "
     "crossed by noise about once in 700 comparisons. A width is the standard error of the "
     "difference of the two end medians from the logs' own batch noise, or the spread of "
-    "several baselines' ends when that is wider (seeds differ by more than batches do).")
+    "several baselines' ends when that is wider (seeds differ by more than batches do); the "
+    "gap is counted from the top of that envelope (the baseline itself when there is one).")
 MIN_GAIN = Threshold(
     3, "noise widths",
     "The baseline's own start-to-end gain sets the scale of the share rules only once it is "

@@ -84,7 +84,7 @@ class Track:
     run_sigma: float  # the logs' own log-space point noise (stats.log_noise)
     base_sigma: float  # the baselines' median point noise over the same steps
 
-    @property
+    @cached_property
     def base(self) -> np.ndarray:
         """The per-step median of the baselines: the curve the ratio rules read."""
         return np.median(self.bases, axis=0)
@@ -94,6 +94,8 @@ class Track:
         return int(self.steps.size)
 
     def side(self, values: np.ndarray, blocks: bool = True) -> Side:
+        """Start, end and floor of `values` (the run's or `base`). Train losses are per
+        batch, so their floor is a block median; eval points are whole-set averages."""
         start, end, k = edge_medians(values)
         if blocks:
             b = loss_blocks(Series(self.name, self.steps, values))
