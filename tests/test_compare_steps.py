@@ -175,3 +175,10 @@ def test_several_baselines_widen_the_noise_to_their_envelope():
     both = apply("compare", Pair(low, run, (high,)))
     assert "TP-LOSS-OFF-TRACK" in {f.rule_id for f in alone.findings}
     assert "TP-LOSS-OFF-TRACK" not in {f.rule_id for f in both.findings}
+
+
+def test_each_bad_baseline_among_several_is_named(run_cli):
+    bad = log("lr_hot", 43)
+    code, doc = compare(run_cli, "--baseline", log("healthy", 43), "--baseline", bad, log("healthy", 42))
+    flagged = [f for f in doc["reports"][0]["findings"] if f["id"] == "TP-BAD-BASELINE"]
+    assert [f["values"]["path"] for f in flagged] == [str(bad)]
