@@ -4,7 +4,7 @@ its outcome statement (TP-PASS / TP-NO-LOSS / ...)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,8 +99,8 @@ def judge_run(run: Run, required: bool = True) -> Report:
                   skipped=dict(sorted(out.skipped.items())), curves=curves(run), **base)
 
 
-def judge_pair(pair: Pair, baseline_report: Report | None = None) -> Report:
-    """Compare findings for one run against the baseline."""
+def judge_pair(pair: Pair, baseline_report: Report | Sequence[Report] | None = None) -> Report:
+    """Compare findings for one run against the baseline (or each of several baselines)."""
     loc = Location(pair.run.path)
     base = dict(subject=pair.run.path, format=pair.run.format, records=pair.run.records,
                 span=pair.run.step_span, kind="compare")
@@ -109,12 +109,13 @@ def judge_pair(pair: Pair, baseline_report: Report | None = None) -> Report:
     why = comparable(pair)
     if why is not None and not any(f.level is Level.FAIL for f in findings):
         return Report(findings=(S.CMP_UNCOMPARABLE.finding(loc, detail=why),), **base)
-    if baseline_report is not None and baseline_report.verdict.value in ("FAIL", "WARN"):
-        ids = sorted({f.rule_id for f in baseline_report.findings
-                      if f.level in (Level.FAIL, Level.WARN)})
-        findings.append(BAD_BASELINE.finding(Location(pair.baseline.path), path=pair.baseline.path,
-                                             verdict=baseline_report.verdict.value,
-                                             ids=", ".join(ids)))
+    reports = [baseline_report] if isinstance(baseline_report, Report) else list(baseline_report or ())
+    for rep in reports:
+        if rep.verdict.value not in ("FAIL", "WARN"):
+            continue
+        ids = sorted({f.rule_id for f in rep.findings if f.level in (Level.FAIL, Level.WARN)})
+        findings.append(BAD_BASELINE.finding(Location(rep.subject), path=rep.subject,
+                                             verdict=rep.verdict.value, ids=", ".join(ids)))
     if not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
         findings.append(S.CMP_PASS.finding(loc, ran=_joined(out.ran),
                                            skipped=_skipped_text(out.skipped)))

@@ -26,7 +26,9 @@ LOG_INPUT = True
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", metavar="PATH", nargs="?", default=".", help="file or directory (default .)")
-    p.add_argument("--baseline", metavar="FILE", help="also compare every log against this known-good run")
+    p.add_argument("--baseline", metavar="FILE", action="append", default=[],
+                   help="also compare every log against this known-good run; repeat it for "
+                   "several seeds of the recipe (they form the envelope a log is judged against)")
     p.add_argument("--max-logs", type=int, default=500, metavar="N",
                    help="judge at most N logs; the rest are listed as not judged (default 500)")
 
@@ -43,8 +45,8 @@ def _unreadable(path: str, fmt: str, why: str) -> Report:
                   findings=(S.NO_RECORDS.finding(Location(path), detail=why),))
 
 
-def _with_baseline(single: Report, run: Run, baseline: Run, base_report: Report) -> Report:
-    cmp = judge_pair(Pair(baseline, run), base_report)
+def _with_baseline(single: Report, run: Run, baselines: list[Run], base_reports: list[Report]) -> Report:
+    cmp = judge_pair(Pair(baselines[0], run, tuple(baselines[1:])), base_reports)
     return Report(subject=single.subject, format=single.format, records=single.records,
                   span=single.span, notes=single.notes, required=False,
                   findings=single.findings + cmp.findings,
@@ -103,8 +105,8 @@ def run(args: argparse.Namespace) -> ReportSet:
         raise InputError(f"{args.path}: no such file or directory")
     if args.max_logs < 1:
         raise InputError("--max-logs must be at least 1")
-    baseline = load(args.baseline, args) if args.baseline else None
-    base_report = judge_run(baseline) if baseline is not None else None
+    baselines = [load(b, args) for b in args.baseline]
+    base_reports = [judge_run(b) for b in baselines]
     records: dict[Path, list[tuple[Path, str]]] = {}
     if root.is_file():
         found_logs: list[tuple[Path, str | None]] = [(root, None)]
@@ -114,20 +116,20 @@ def run(args: argparse.Namespace) -> ReportSet:
         found_logs = [(p, f.name) for p, f in found.logs]
         not_judged = found.not_judged
         records = {d: [(p, f.name) for p, f in rs] for d, rs in found.records.items()}
-    base_where, base_run = split_address(baseline.path) if baseline is not None else (None, None)
-    base_path = Path(base_where).resolve() if base_where is not None else None
+    # each baseline as (where, run id): a log path, or one run of a multi-run store
+    base_at = {(Path(w).resolve(), r) for w, r in (split_address(b.path) for b in baselines)}
     reports = []
-    baseline_run = None  # the baseline when it is one run of a store doctor walks
+    baseline_runs = []  # baselines that are runs of a store doctor walks
 
     def judged(r: Run) -> Report:
         single = judge_run(r, required=False)
-        if baseline is not None and base_report is not None:
-            single = _with_baseline(single, r, baseline, base_report)
+        if baselines:
+            single = _with_baseline(single, r, baselines, base_reports)
         return single
 
     for p, fmt in found_logs:
         shown = _display(p, root, args.path)
-        if base_path is not None and base_run is None and p.resolve() == base_path:
+        if (p.resolve(), None) in base_at:
             not_judged.append((p, "the baseline itself"))
             continue
         fmt_name = fmt or getattr(args, "format", "auto")
@@ -144,20 +146,20 @@ def run(args: argparse.Namespace) -> ReportSet:
                 reports.extend(judged(r) for r in runs)
             continue
         for where, run_id, display in targets:  # every run of a multi-run store
-            if base_run is not None and run_id == base_run and where.resolve() == base_path:
-                baseline_run = {"file": join_address(display, run_id), "reason": "the baseline itself"}
+            named = display if run_id is None else join_address(display, run_id)
+            if (where.resolve(), run_id) in base_at:
+                baseline_runs.append({"file": named, "reason": "the baseline itself"})
                 continue
             try:
                 r = read_run(where, fmt_name, args.map, display=display, run=run_id)
             except InputError as exc:
-                named = display if run_id is None else join_address(display, run_id)
                 reports.append(_unreadable(named, fmt or "?", str(exc)))
                 continue
             reports.append(judged(r))
-    if not reports and not not_judged and not baseline_run:
+    if not reports and not not_judged and not baseline_runs:
         raise InputError(f"{args.path}: no training logs found (looked for: "
                          "trainer_state.json, Coqui logs, TensorBoard event files, MLflow stores, "
                          "ClearML sessions, JSONL/CSV metrics)")
     skipped = [{"file": _display(p, root, args.path), "reason": why} for p, why in not_judged]
-    skipped += [baseline_run] if baseline_run else []
+    skipped += baseline_runs
     return ReportSet(NAME, tuple(reports), tables={"not_judged": skipped})
