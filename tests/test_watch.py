@@ -88,9 +88,10 @@ def test_trainer_state_json_rewritten_whole_is_reread_when_it_changes(tmp_path, 
                  "--stall-timeout", "10"])
     w.wait(timeout=30)
     out = capsys.readouterr().out
-    # The lr_hot run's loss goes 5.4 -> 21 -> 31 on its first steps: TP-LOSS-ROSE fails it
-    # while the log is still too short for TP-DIVERGE.
-    assert code == 1 and "FAIL - TP-LOSS-ROSE" in out
+    # The lr_hot run's loss goes 5.4 -> 21 -> 31 on its first steps. Which rule names it
+    # first depends on how many entries the file held at the poll that saw the rise (a
+    # loaded machine polls later): the rise over the whole log, or the divergence.
+    assert code == 1 and ("FAIL - TP-LOSS-ROSE" in out or "FAIL - TP-DIVERGE" in out)
     assert "Traceback" not in out
 
 
