@@ -9,8 +9,13 @@ Exceptions, stated where a perturbation really changes what can be known:
   the last points); the generated curves keep their failures clear of the end;
 - halving a log *and dropping its first point* removes the only witness of a start
   wrecked within the first logged steps (TP-LOSS-ROSE's noise test compares the end with
-  that point): the gallery's lr_hot runs then read as slow improvers. Halving that keeps
-  the first point (a logger that logs step 0, as nanoGPT does) must not change them.
+  that point): two of the gallery's lr_hot runs then read as slow improvers. HF's own
+  logging_steps doubling (each point the mean of two, mean_pairs) blurs that point into
+  the wreck (5.55 and 6.12 log as 5.84): no rise is visible any more, but no gain either,
+  so the run still FAILs, as TP-DEAD-RUN instead of TP-LOSS-ROSE. Halving that keeps
+  the first point (a logger that logs step 0, as nanoGPT does) must not change them;
+- generated logs have at least 60 points, so a halved one keeps 30: halving a log of a
+  few points leaves too few to judge, a change in what can be known, not in the run.
 """
 
 from __future__ import annotations
@@ -65,6 +70,18 @@ def halve(first: bool) -> Perturbation:
     return apply
 
 
+def mean_pairs(run: Run) -> Run:
+    """HF Trainer's logging_steps doubled: each logged loss is the mean over its interval,
+    so a point at every other step holds the mean of two of the original points."""
+    def pair(s: Series) -> Series:
+        if s.name != "loss" or len(s) < 2:
+            return s
+        m = len(s) // 2 * 2
+        return Series(s.name, s.steps[1:m:2], (s.values[0:m:2] + s.values[1:m:2]) / 2)
+    halved = halve(first=False)(run)
+    return _map(halved, lambda s: pair(run.series["loss"]) if s.name == "loss" else s)
+
+
 def scale(f: float) -> Perturbation:
     return lambda run: _map(run, lambda s: Series(s.name, s.steps, s.values * f) if s.name in LOSSES else s)
 
@@ -75,21 +92,29 @@ def offset(d: float) -> Perturbation:
 
 PERTURBATIONS: dict[str, Perturbation] = {
     "cut1": cut(1), "cut2": cut(2), "cut3": cut(3), "halve": halve(first=True),
-    "halve_drop_first": halve(first=False), "x0.5": scale(0.5), "x2": scale(2.0),
+    "halve_drop_first": halve(first=False), "mean_pairs": mean_pairs, "x0.5": scale(0.5), "x2": scale(2.0),
     "nats_to_bits": scale(1.0 / np.log(2.0)), "steps+1000": offset(1000.0), "steps-37": offset(-37.0),
 }
 
 
-def exempt(name: str, base: tuple[str, frozenset[str]]) -> bool:
-    """The stated exception: halving that drops the first point, on a run failed by the
-    end-vs-first-point test."""
-    return name == "halve_drop_first" and "TP-LOSS-ROSE" in base[1]
+END_VS_START = frozenset({"TP-LOSS-ROSE", "TP-DEAD-RUN"})
+
+
+def exempt(name: str, base: tuple[str, frozenset[str]], got: tuple[str, frozenset[str]]) -> bool:
+    """The stated exceptions, on a run failed by the end-vs-first-point test: halving
+    that drops the first point may lose the failure; pair means keep the verdict but may
+    move it from TP-LOSS-ROSE (a rise is no longer visible) to TP-DEAD-RUN (no gain is)."""
+    if "TP-LOSS-ROSE" not in base[1]:
+        return False
+    if name == "halve_drop_first":
+        return True
+    return name == "mean_pairs" and got[0] == base[0] and base[1] - END_VS_START == got[1] - END_VS_START
 
 
 def assert_invariant(run: Run, label: str) -> tuple[str, frozenset[str]]:
     base = verdict(run)
     moved = {name: got for name, p in PERTURBATIONS.items()
-             if not exempt(name, base) and (got := verdict(p(run))) != base}
+             if (got := verdict(p(run))) != base and not exempt(name, base, got)}
     assert not moved, f"{label}: {base} became {moved}"
     return base
 
@@ -110,12 +135,14 @@ def test_a_gallery_verdict_survives_how_it_was_logged(log):
     assert_invariant(read_run(log), str(log))
 
 
-def test_the_stated_exception_is_real():
-    """Without the first point lr_hot's wreck is invisible; if a rule learns to see it,
-    this exception (and this test) can go."""
+def test_the_stated_exceptions_are_real():
+    """Without the first point lr_hot's wreck is invisible; with it blurred, the run is
+    dead rather than rising. If a rule learns to see more, these exceptions can go."""
     run = read_run(ROOT / "examples/gallery/lr_hot/trainer_state.json")
-    assert verdict(run) == ("FAIL", frozenset({"TP-LOSS-ROSE"}))
-    assert verdict(PERTURBATIONS["halve_drop_first"](run))[0] == "PASS"
+    seed43 = read_run(ROOT / "examples/gallery/lr_hot/seed43/trainer_state.json")
+    assert verdict(run) == verdict(seed43) == ("FAIL", frozenset({"TP-LOSS-ROSE"}))
+    assert verdict(PERTURBATIONS["halve_drop_first"](seed43))[0] == "PASS"
+    assert verdict(PERTURBATIONS["mean_pairs"](run)) == ("FAIL", frozenset({"TP-DEAD-RUN"}))
 
 
 # ---------------------------------------------------------------- generated curves

@@ -156,7 +156,8 @@ def build_run(path: str, fmt: str, raw: RawLog, mapping: Mapping[str, str]) -> R
 def _ordered(name: str, steps: np.ndarray, values: np.ndarray) -> tuple[Series, int, int, list[dict]]:
     """Log order kept, steps made increasing: a step at or below the one before it starts a
     new segment. One that goes back into the log's own range (a run resumed from a
-    checkpoint writes its overlap again) replaces the earlier points from that step on:
+    checkpoint writes its overlap again), or repeats the step just written, replaces the
+    earlier points from that step on:
     the later write wins. One that goes back to or below the log's first step (a counter
     restarted at 0, a second run appended to the same file) is placed after what came
     before, its steps shifted to continue the count. Returns the series, how many replaced
@@ -180,10 +181,15 @@ def _ordered(name: str, steps: np.ndarray, values: np.ndarray) -> tuple[Series, 
     for lo, hi in itertools.pairwise(bounds[1:]):
         seg_s, seg_v = steps[lo:hi], values[lo:hi]
         back_from, s0 = float(chunks[-1][0][-1]), float(seg_s[0])
-        if s0 > first:  # resumed inside the log: the later write replaces the overlap
+        # Resumed inside the log, or the same step written again: the later write
+        # replaces the overlap.
+        if s0 > first or s0 == back_from:
+            same = s0 == back_from and np.isclose(chunks[-1][1][-1], seg_v[0], equal_nan=True)
             replaced, diff = _trim(chunks, seg_s, seg_v)
             differing += diff
-            found.append({"kind": "resume", "from": back_from, "to": s0, "replaced": replaced})
+            if not (same and replaced == 1):  # one identical rewrite (HF's epoch in a train
+                # and an eval entry at one step) is the same record twice, not a resume
+                found.append({"kind": "resume", "from": back_from, "to": s0, "replaced": replaced})
         else:  # the counter restarted: continue it after what came before
             d = float(seg_s[1] - seg_s[0]) if seg_s.size > 1 else 1.0
             found.append({"kind": "restart", "from": back_from, "to": s0, "replaced": 0})

@@ -40,12 +40,15 @@ def _describe(b: dict) -> str:
 
 @check("resume", RESUMED)
 def step_counter_went_back(run: Run) -> list[Finding] | Skip:
+    if run.get("loss") is None and run.get("eval_loss") is None:
+        return Skip(SkipKind.NO_DATA, "no loss column in the log")
     found = run.meta.get("resumes")
-    if not isinstance(found, dict) or not found:
-        if run.get("loss") is None:
-            return Skip(SkipKind.NO_DATA, "no loss column in the log")
+    found = found if isinstance(found, dict) else {}
+    # The loss curves are what the verdict reads; boundaries in other columns (epoch, lr)
+    # were handled the same way and are not news on their own.
+    metric = next((m for m in ("loss", "eval_loss") if found.get(m)), None)
+    if metric is None:
         return []
-    metric = "loss" if "loss" in found else sorted(found)[0]
     bounds = found[metric]
     detail = "; ".join(_describe(b) for b in bounds[:_SHOWN])
     if len(bounds) > _SHOWN:

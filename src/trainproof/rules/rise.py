@@ -47,7 +47,8 @@ DEAD_RUN = rule(
     passes=Example({"loss": [1.52, 1.45, 1.40, 1.35, 1.30, 1.20, 1.15, 1.10, 1.05, 1.00]}),
     limits="Start and end are medians of full windows of TP-DIVERGE's block size (3 points, "
     "n // 50 on long logs) at each end of the log, whatever its length modulo the block "
-    "size. A run started from an already-converged checkpoint is 'dead' by construction. A "
+    "size; the start is the lower of that median and the first point. A loss that ends in "
+    "NaN/Inf is TP-NAN's. A run started from an already-converged checkpoint is 'dead' by construction. A "
     "loss that ended above its start beyond the log's noise is TP-LOSS-ROSE's; one that rose "
     "past TP-DIVERGE's ratio is TP-DIVERGE's.",
 )
@@ -125,8 +126,8 @@ def measure_rise(s: Series) -> Rise:
                     f"(< {int(LOSS_ROSE.t('divergence_points'))} points)")
     fires = z > LOSS_ROSE.t("min_gap_se") and ratio > 1.0 + LOSS_ROSE.t("min_rise")
     return Rise(ratio, z, sigma, k, fires,
-                f"{z:.1f} standard errors of the log's own noise ({sigma:.1%} per point) > "
-                f"{LOSS_ROSE.t('min_gap_se')}, and > {LOSS_ROSE.t('min_rise'):.0%} above")
+                f"{ratio - 1:.1%} above it (> {LOSS_ROSE.t('min_rise'):.0%}) and {z:.1f} standard "
+                f"errors of the log's own noise ({sigma:.1%} per point; > {LOSS_ROSE.t('min_gap_se')})")
 
 
 @check("rise", LOSS_ROSE, loss_curve=True)
@@ -153,10 +154,17 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
     s = finite_loss(run, int(DEAD_RUN.t("min_points")))
     if isinstance(s, Skip):
         return s
+    if not np.isfinite(run.series["loss"].values[-1]):
+        # A run that ended in NaN/Inf has no end loss to measure a gain to; TP-NAN owns it.
+        return Skip(SkipKind.COVERED, "the loss ends non-finite: judged by nan")
     b = loss_blocks(s)
     if b.medians.size < 2:
         return Skip(SkipKind.TOO_FEW, "the log fits in one block; a start and an end are needed")
-    start, end = float(b.medians[0]), float(b.medians[-1])
+    # The start is the loss before training moved it. The first block's median damps one
+    # noisy point, but when the first logged steps already moved the loss (a wreck, or the
+    # mean of an interval that includes one) it mixes those in; a run counts as improving
+    # only if it ended below both the block and its first point.
+    start, end = min(float(b.medians[0]), float(s.values[0])), float(b.medians[-1])
     if start <= 0:
         return Skip(SkipKind.DEGENERATE, "start loss is not positive; relative improvement is meaningless")
     improvement = (start - end) / start
