@@ -4,18 +4,22 @@ FAIL rule IDs stay the same when the log loses its last few points, every other 
 offset. Checked over generated curves (hypothesis) and over every real gallery run
 (examples/gallery*/, so the out-of-sample gallery2 is picked up when it exists).
 
-Exceptions, stated where a perturbation really changes what can be known:
+Exceptions, stated where a perturbation really changes what can be known; each lets
+only the end-vs-start rules (TP-LOSS-ROSE, TP-DEAD-RUN) move:
 - cutting points removes the failure when the failure is in them (a NaN onset among
   the last points); the generated curves keep their failures clear of the end;
-- halving a log *and dropping its first point* removes the only witness of a start
-  wrecked within the first logged steps (TP-LOSS-ROSE's noise test compares the end with
-  that point): two of the gallery's lr_hot runs then read as slow improvers. HF's own
-  logging_steps doubling (each point the mean of two, mean_pairs) blurs that point into
-  the wreck (5.55 and 6.12 log as 5.84): no rise is visible any more, but no gain either,
-  so the run still FAILs, as TP-DEAD-RUN instead of TP-LOSS-ROSE. Halving that keeps
-  the first point (a logger that logs step 0, as nanoGPT does) must not change them;
-- generated logs have at least 60 points, so a halved one keeps 30: halving a log of a
-  few points leaves too few to judge, a change in what can be known, not in the run.
+- on a run failed by the end-vs-start rules, halving that drops the first point, or HF
+  Trainer's own logging_steps doubling (each point the mean of two: mean_pairs), loses or
+  blurs the only witness of a start wrecked within the first logged steps: two of the
+  gallery's lr_hot runs then read as slow improvers, the third stays FAIL as TP-DEAD-RUN
+  (5.55 and 6.12 log as 5.84: no rise is visible any more, but no gain either). Halving
+  that keeps the first point (a logger that logs step 0, as nanoGPT does) must not
+  change them;
+- halving a log to fewer than 25 points: the out-of-sample gallery's 40-point logs at
+  5-6 % noise per point keep 20, on which a healthy run's 15-20 % gain is 1.5-2 standard
+  errors of that noise - under TP-DEAD-RUN's bar of 2.5 (the full logs clear it at >= 3.2);
+- generated logs have at least 60 points, so a halved one keeps 30 and is held to the
+  full standard.
 """
 
 from __future__ import annotations
@@ -98,23 +102,26 @@ PERTURBATIONS: dict[str, Perturbation] = {
 
 
 END_VS_START = frozenset({"TP-LOSS-ROSE", "TP-DEAD-RUN"})
+BLURS_FIRST = ("halve_drop_first", "mean_pairs")  # the first logged point is lost or averaged
+HALVINGS = ("halve", *BLURS_FIRST)
+MIN_HALVED_POINTS = 25  # below this a halved log is judged on thinner evidence (see module doc)
 
 
-def exempt(name: str, base: tuple[str, frozenset[str]], got: tuple[str, frozenset[str]]) -> bool:
-    """The stated exceptions, on a run failed by the end-vs-first-point test: halving
-    that drops the first point may lose the failure; pair means keep the verdict but may
-    move it from TP-LOSS-ROSE (a rise is no longer visible) to TP-DEAD-RUN (no gain is)."""
-    if "TP-LOSS-ROSE" not in base[1]:
+def exempt(name: str, base: tuple[str, frozenset[str]], got: tuple[str, frozenset[str]], n: int) -> bool:
+    """The stated exceptions; each lets only the end-vs-start rules (TP-LOSS-ROSE,
+    TP-DEAD-RUN) move, never any other rule."""
+    if name not in HALVINGS or not (base[1] ^ got[1]) <= END_VS_START:
         return False
-    if name == "halve_drop_first":
+    if n // 2 < MIN_HALVED_POINTS:
         return True
-    return name == "mean_pairs" and got[0] == base[0] and base[1] - END_VS_START == got[1] - END_VS_START
+    return name in BLURS_FIRST and bool(base[1] & END_VS_START)
 
 
 def assert_invariant(run: Run, label: str) -> tuple[str, frozenset[str]]:
     base = verdict(run)
+    n = len(run.series["loss"])
     moved = {name: got for name, p in PERTURBATIONS.items()
-             if (got := verdict(p(run))) != base and not exempt(name, base, got)}
+             if (got := verdict(p(run))) != base and not exempt(name, base, got, n)}
     assert not moved, f"{label}: {base} became {moved}"
     return base
 
