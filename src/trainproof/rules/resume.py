@@ -50,8 +50,10 @@ def step_counter_went_back(run: Run) -> list[Finding] | Skip:
     if metric is None:
         return []
     bounds = found[metric]
+    counts = run.meta.get("resume_counts")
+    count = int(counts.get(metric, len(bounds))) if isinstance(counts, dict) else len(bounds)
     detail = "; ".join(_describe(b) for b in bounds[:_SHOWN])
-    if len(bounds) > _SHOWN:
-        detail += f"; and {len(bounds) - _SHOWN} more"
-    return [RESUMED.finding(Location(run.path, bounds[0]["to"]), count=len(bounds), metric=metric,
+    if count > _SHOWN:
+        detail += f"; and {count - _SHOWN} more"
+    return [RESUMED.finding(Location(run.path, bounds[0]["to"]), count=count, metric=metric,
                             detail=detail, first_from=bounds[0]["from"], first_to=bounds[0]["to"])]
