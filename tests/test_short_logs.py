@@ -83,10 +83,22 @@ def test_not_checked_when_only_checks_of_other_things_ran():
     assert "not positive" in rep.skipped["rise"]
 
 
-def test_the_short_log_test_leaves_long_logs_to_divergence():
+def test_from_divergence_min_points_on_the_rise_is_judged_in_units_of_noise():
+    """A loss that grew fivefold in five points: TP-DIVERGE's noise estimate reads a steady
+    growth as noise (its gap is under 4 standard errors), but the end sits 3 standard
+    errors and 300 % above the first point - TP-LOSS-ROSE's test for logs of any length
+    from TP-DIVERGE's min_points on."""
     rep = judge_run(run_from({"loss": [1.0, 2.0, 3.0, 4.0, 5.0]}))
-    assert "divergence" in rep.ran and "TP-LOSS-ROSE" not in {f.rule_id for f in rep.findings}
-    assert rep.skipped["rise"] == "5 finite loss points: judged by divergence"
+    assert {"divergence", "rise"} <= set(rep.ran)
+    rose = next(f for f in rep.findings if f.rule_id == "TP-LOSS-ROSE")
+    assert rose.values["k"] == 3 and rose.values["end"] == 4.0 and rose.values["gap_se"] > 2.5
+    assert "standard errors of the log's own noise" in rose.evidence
+
+
+def test_a_rise_that_is_also_a_divergence_is_reported_once():
+    loss = [2.0, 1.5, 1.2, 1.0, 0.9, 0.85, 0.8, 1.5, 2.5, 4.0, 6.0, 8.0, 9.0, 9.5]
+    ids = {f.rule_id for f in judge_run(run_from({"loss": loss})).findings}
+    assert "TP-DIVERGE" in ids and "TP-LOSS-ROSE" not in ids and "TP-DEAD-RUN" not in ids
 
 
 def test_every_judging_single_run_rule_declares_the_points_it_needs():

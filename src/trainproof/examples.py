@@ -10,11 +10,17 @@ import numpy as np
 
 from trainproof.engine import apply, judge_run
 from trainproof.model import Run, Series
+from trainproof.parsers import build_run
+from trainproof.parsers.base import RawLog
 from trainproof.rules.base import example_runner
 from trainproof.rules.compare import Pair
 
 
 def run_from(data: Mapping[str, Sequence[float]], path: str = "example.jsonl") -> Run:
+    if "steps" in data:  # steps as a log wrote them: through the parser's ordering
+        steps = np.asarray(data["steps"], dtype=np.float64)
+        cols = {k: (steps, np.asarray(v, dtype=np.float64)) for k, v in data.items() if k != "steps"}
+        return build_run(path, "example", RawLog(cols, steps.size), {})
     series = {}
     for name, values in data.items():
         v = np.asarray(values, dtype=np.float64)

@@ -10,8 +10,12 @@ import numpy as np
 
 @dataclass(frozen=True, slots=True)
 class Blocks:
-    """A series reduced to medians of consecutive blocks of max(min_size, n // max_blocks)
-    points (the last block ends at the last point, so `end` is always the freshest evidence)."""
+    """A series reduced to medians of blocks of `size` = max(min_size, n // max_blocks)
+    consecutive points. Every block is a full window: blocks are laid end to end back
+    from the last point (so `end` is always the freshest evidence), and when n is not a
+    multiple of `size` the first block is the first `size` points, overlapping the
+    second, so `start` is the median of the first `size` points whatever the log's
+    length modulo `size`."""
 
     medians: np.ndarray
     steps: np.ndarray  # the step at the middle of each block
@@ -23,16 +27,29 @@ def block_medians(steps: np.ndarray, values: np.ndarray, min_size: int, max_bloc
     size = max(1, min(max(min_size, n // max_blocks), n))
     if size == 1:
         return Blocks(values, steps, 1)
-    full = (n // size) * size
-    head = n - full  # a shorter first block keeps the earliest points in play
-    tail_v = values[head:].reshape(-1, size)
-    tail_s = steps[head:].reshape(-1, size)
-    meds = np.median(tail_v, axis=1)
-    mids = tail_s[:, size // 2]
+    head = n - (n // size) * size  # points before the end-aligned blocks
+    meds = np.median(values[head:].reshape(-1, size), axis=1)
+    mids = steps[head:].reshape(-1, size)[:, size // 2]
     if head:
-        meds = np.concatenate(([np.median(values[:head])], meds))
-        mids = np.concatenate(([steps[head // 2]], mids))
+        # A short first block would make `start` the median of 1 or 2 points, so a
+        # verdict would hang on n mod size; the first full window overlaps instead.
+        meds = np.concatenate(([np.median(values[:size])], meds))
+        mids = np.concatenate(([steps[size // 2]], mids))
     return Blocks(meds, mids, size)
+
+
+def start_rise(values: np.ndarray, end_points: int) -> tuple[float, float, float]:
+    """How far the end (median of the last `end_points` values) sits above the first
+    value, as (ratio end / first, the same in standard errors of the log's own noise,
+    sigma). The first value is one logged point (standard error sigma in log space), the
+    end a median (MEDIAN_SE * sigma / sqrt k); the noise is `log_noise`, the one TP-DIVERGE
+    uses. A log too short to measure noise gives an infinite z-score for any rise."""
+    k = max(1, min(end_points, values.size))
+    ratio = float(np.median(values[-k:]) / values[0])
+    sigma = log_noise(values)
+    se = sigma * np.sqrt(1.0 + MEDIAN_SE**2 / k)
+    z = float(np.log(ratio) / se) if se > 0 else (np.inf if ratio > 1 else 0.0)
+    return ratio, z, sigma
 
 
 def edge_window(n: int, minimum: int, fraction: float) -> int:

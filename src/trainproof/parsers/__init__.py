@@ -4,6 +4,7 @@ function that turns a reader's columns into a canonical Run."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -144,12 +145,17 @@ def build_run(path: str, fmt: str, raw: RawLog, mapping: Mapping[str, str]) -> R
     chosen = choose(raw.columns, mapping)
     notes = list(raw.notes)
     series: dict[str, Series] = {}
+    resumes: dict[str, list[dict]] = {}
+    resume_counts: dict[str, int] = {}
     for canon, col in chosen.items():
         if canon == "step" or col not in raw.columns:
             continue
         steps, values = raw.columns[col]
-        s, dropped, nan_steps = _ordered(canon, steps, values)
+        s, dropped, nan_steps, found, total = _ordered(canon, steps, values)
         series[canon] = s
+        if found:
+            resumes[canon] = found
+            resume_counts[canon] = total
         if dropped:
             notes.append(f"{dropped} '{col}' value(s) at a repeated step replaced by a later, "
                          "different record (a resumed run writes its overlap again)")
@@ -157,24 +163,79 @@ def build_run(path: str, fmt: str, raw: RawLog, mapping: Mapping[str, str]) -> R
             notes.append(f"{nan_steps} '{col}' point(s) without a usable step ignored")
     columns = tuple(sorted(raw.columns))
     records = raw.records if series or raw.records else 0
+    meta = dict(raw.meta)
+    if resumes:
+        meta["resumes"] = resumes  # judged by the resume rule (rules/resume.py)
+        meta["resume_counts"] = resume_counts
     return Run(path=path, format=fmt, series=series, records=records, columns=columns,
-               notes=tuple(notes), meta=dict(raw.meta))
+               notes=tuple(notes), meta=meta)
 
 
-def _ordered(name: str, steps: np.ndarray, values: np.ndarray) -> tuple[Series, int, int]:
-    """Sort by step; at repeated steps the later write wins. Returns how many replaced
-    values differed from their replacement (identical repeats are not news)."""
+_KEPT_BOUNDARIES = 20  # boundaries described in meta; the rest are counted (memory stays bounded)
+
+
+def _ordered(name: str, steps: np.ndarray, values: np.ndarray) -> tuple[Series, int, int, list[dict], int]:
+    """Log order kept, steps made increasing: a step at or below the one before it starts a
+    new segment. One that goes back into the log's own range (a run resumed from a
+    checkpoint writes its overlap again), or repeats the step just written, replaces the
+    earlier points from that step on:
+    the later write wins. One that goes back to or below the log's first step (a counter
+    restarted at 0, a second run appended to the same file) is placed after what came
+    before, its steps shifted to continue the count. Returns the series, how many replaced
+    values differed from their replacement (identical repeats are not news), the points
+    without a step, and the boundaries found (kind, the step the counter went back from and
+    to, points replaced; the first _KEPT_BOUNDARIES of them) and how many there were."""
     nan_steps = 0
     if np.isnan(steps).any():
         keep = ~np.isnan(steps)
         nan_steps = int((~keep).sum())
         steps, values = steps[keep], values[keep]
     if steps.size < 2 or bool(np.all(steps[1:] > steps[:-1])):
-        return Series(name, steps, values), 0, nan_steps
-    order = np.argsort(steps, kind="stable")
-    s, v = steps[order], values[order]
-    last = np.ones(s.size, dtype=bool)
-    last[:-1] = s[1:] != s[:-1]
-    repeat = np.flatnonzero(~last)
-    differing = int(np.count_nonzero(~np.isclose(v[repeat], v[repeat + 1], equal_nan=True)))
-    return Series(name, s[last], v[last]), differing, nan_steps
+        return Series(name, steps, values), 0, nan_steps, [], 0
+    starts = np.flatnonzero(steps[1:] <= steps[:-1]) + 1
+    bounds = [0, *starts.tolist(), steps.size]
+    # Chunks of (steps, values) in log order; a resume trims chunks from the end, so every
+    # point is appended and removed at most once (linear even when every step repeats).
+    chunks: list[tuple[np.ndarray, np.ndarray]] = [(steps[: bounds[1]], values[: bounds[1]])]
+    first = float(steps[0])
+    differing, total, found = 0, 0, []
+    for lo, hi in itertools.pairwise(bounds[1:]):
+        seg_s, seg_v = steps[lo:hi], values[lo:hi]
+        back_from, s0 = float(chunks[-1][0][-1]), float(seg_s[0])
+        # Resumed inside the log, or the same step written again: the later write
+        # replaces the overlap.
+        if s0 > first or s0 == back_from:
+            same = s0 == back_from and np.isclose(chunks[-1][1][-1], seg_v[0], equal_nan=True)
+            replaced, diff = _trim(chunks, seg_s, seg_v)
+            differing += diff
+            if not (same and replaced == 1):  # one identical rewrite (HF's epoch in a train
+                # and an eval entry at one step) is the same record twice, not a resume
+                found.append({"kind": "resume", "from": back_from, "to": s0, "replaced": replaced})
+                total += 1
+        else:  # the counter restarted: continue it after what came before
+            d = float(seg_s[1] - seg_s[0]) if seg_s.size > 1 else 1.0
+            found.append({"kind": "restart", "from": back_from, "to": s0, "replaced": 0})
+            total += 1
+            seg_s = seg_s - s0 + back_from + max(d, 1.0)
+        chunks.append((seg_s, seg_v))
+    out_s = np.concatenate([c[0] for c in chunks])
+    out_v = np.concatenate([c[1] for c in chunks])
+    return Series(name, out_s, out_v), differing, nan_steps, found[:_KEPT_BOUNDARIES], total
+
+
+def _trim(chunks: list[tuple[np.ndarray, np.ndarray]], seg_s: np.ndarray, seg_v: np.ndarray) -> tuple[int, int]:
+    """Drop the points at or after seg_s[0] from the end of `chunks`; returns how many were
+    dropped and how many of those differ from the new segment's value at the same step."""
+    s0, dropped, differing = seg_s[0], 0, 0
+    while chunks and chunks[-1][0][-1] >= s0:  # chunks are in increasing step order
+        cs, cv = chunks.pop()
+        keep = cs < s0
+        old_s, old_v = cs[~keep], cv[~keep]
+        dropped += int(old_s.size)
+        at = np.searchsorted(seg_s, old_s).clip(0, seg_s.size - 1)
+        same = seg_s[at] == old_s
+        differing += int(np.count_nonzero(~np.isclose(old_v[same], seg_v[at][same], equal_nan=True)))
+        if keep.any():
+            chunks.append((cs[keep], cv[keep]))
+            break
+    return dropped, differing

@@ -275,13 +275,9 @@ def loss_blocks(s: Series) -> stats.Blocks:
     return stats.block_medians(s.steps, s.values, int(DIVERGE.t("min_block")), int(DIVERGE.t("max_blocks")))
 
 
-@check("divergence", DIVERGE, DIVERGE_NOISE, loss_curve=True)
-def loss_diverging(run: Run) -> list[Finding] | Skip:
-    s = finite_loss(run, int(DIVERGE.t("min_points")))
-    if isinstance(s, Skip):
-        return s
-    if s.values.min() <= 0:
-        return Skip(SkipKind.DEGENERATE, "loss is not positive; end/min ratio is meaningless")
+def divergence_measure(s: Series) -> tuple[bool, dict[str, float]]:
+    """TP-DIVERGE's test on a positive finite loss: (does it fire, the numbers measured).
+    The rules that defer to TP-DIVERGE ask it here rather than repeating it."""
     b = loss_blocks(s)
     i = int(np.argmin(b.medians))
     floor, end = float(b.medians[i]), float(b.medians[-1])
@@ -289,66 +285,29 @@ def loss_diverging(run: Run) -> list[Finding] | Skip:
     first, last = float(s.steps[0]), float(s.steps[-1])
     through = (b.steps[i] - first) / (last - first) if last > first else 0.0
     j = int(np.argmin(s.values))
-    raw_ratio = float(s.values[-1] / s.values[j])
     sigma = stats.log_noise(s.values)
     se = stats.MEDIAN_SE * sigma * np.sqrt(2.0 / b.size)
     gap_se = float(np.log(end / floor) / se) if se > 0 else np.inf
-    common = dict(end=end, floor=floor, floor_step=float(b.steps[i]), ratio=ratio,
-                  through=float(through), block=b.size, raw_end=float(s.values[-1]),
-                  raw_min=float(s.values[j]), raw_min_step=float(s.steps[j]), sigma=sigma,
-                  gap_se=float(gap_se))
-    if ratio > DIVERGE.t("ratio") and gap_se > DIVERGE.t("min_gap_se"):
-        return [DIVERGE.finding(_where(run, b.steps[i]), **common)]
-    if max(raw_ratio, ratio) > DIVERGE_NOISE.t("ratio"):
-        return [DIVERGE_NOISE.finding(_where(run, s.steps[j]), raw_ratio=raw_ratio, **common)]
-    return []
+    measured = dict(end=end, floor=floor, floor_step=float(b.steps[i]), ratio=ratio,
+                    through=float(through), block=b.size, raw_end=float(s.values[-1]),
+                    raw_min=float(s.values[j]), raw_min_step=float(s.steps[j]), sigma=sigma,
+                    gap_se=float(gap_se))
+    return bool(ratio > DIVERGE.t("ratio") and gap_se > DIVERGE.t("min_gap_se")), measured
 
 
-DEAD_RUN = rule(
-    id="TP-DEAD-RUN", level=Level.FAIL, group=G,
-    title="Loss never improved over the run (dead run).",
-    evidence="first block of {k} losses (median {start}, first point {first}) vs last block {end}: "
-    "{improvement:.1%} improvement < {limit_min_improvement:.0%}",
-    summary="The loss at the end is not meaningfully lower than at the start.",
-    why="A run that does not learn burns its whole budget: lr of zero, frozen weights, a "
-    "scheduler that never leaves warm-up, labels the model cannot use - or a learning rate "
-    "so hot that warm-up wrecked the starting weights and the rest of the run only won part "
-    "of it back.",
-    fix="Check the learning rate actually applied (logged lr), the optimizer's parameter "
-    "groups, and that the loss is computed on trainable outputs.",
-    thresholds={
-        "min_improvement": Threshold(0.05, "fraction of the start median",
-                                     "Healthy fine-tunes in both galleries improve >= 10 %; lr=0 "
-                                     "runs move <= 3 % on batch noise alone."),
-        "min_points": Threshold(10, "points", "A start block and an end block that do not overlap."),
-    },
-    fires=Example({"loss": [1.52, 1.50, 1.55, 1.49, 1.51, 1.50, 1.52, 1.48, 1.50, 1.49]}),
-    passes=Example({"loss": [1.52, 1.45, 1.40, 1.35, 1.30, 1.20, 1.15, 1.10, 1.05, 1.00]}),
-    limits="Start and end are the first and last of TP-DIVERGE's blocks (3 points, n // 50 on "
-    "long logs). 0.17.0 used 5-point windows; in our gallery the lr x100 run wrecked its "
-    "pretrained start within 3 logged steps (5.55 -> 6.87) and ended at 5.9, which a 5-point "
-    "start window hid. A run started from an already-converged checkpoint is 'dead' by "
-    "construction. A loss that rose past TP-DIVERGE's ratio is left to TP-DIVERGE.",
-)
-
-
-@check("dead-run", DEAD_RUN, loss_curve=True)
-def loss_not_improving(run: Run) -> list[Finding] | Skip:
-    s = finite_loss(run, int(DEAD_RUN.t("min_points")))
+@check("divergence", DIVERGE, DIVERGE_NOISE, loss_curve=True)
+def loss_diverging(run: Run) -> list[Finding] | Skip:
+    s = finite_loss(run, int(DIVERGE.t("min_points")))
     if isinstance(s, Skip):
         return s
-    b = loss_blocks(s)
-    if b.medians.size < 2:
-        return Skip(SkipKind.TOO_FEW, "the log fits in one block; a start and an end are needed")
-    start, end = float(b.medians[0]), float(b.medians[-1])
-    if start <= 0:
-        return Skip(SkipKind.DEGENERATE, "start loss is not positive; relative improvement is meaningless")
-    improvement = (start - end) / start
-    if end / start > DIVERGE.t("ratio"):
-        return []  # the loss rose far: that is divergence, and TP-DIVERGE owns it
-    if improvement < DEAD_RUN.t("min_improvement"):
-        return [DEAD_RUN.finding(_where(run), k=b.size, start=start, end=end, improvement=improvement,
-                                 first=float(s.values[0]))]
+    if s.values.min() <= 0:
+        return Skip(SkipKind.DEGENERATE, "loss is not positive; end/min ratio is meaningless")
+    fires, common = divergence_measure(s)
+    if fires:
+        return [DIVERGE.finding(_where(run, common["floor_step"]), **common)]
+    raw_ratio = float(s.values[-1] / common["raw_min"])
+    if max(raw_ratio, common["ratio"]) > DIVERGE_NOISE.t("ratio"):
+        return [DIVERGE_NOISE.finding(_where(run, common["raw_min_step"]), raw_ratio=raw_ratio, **common)]
     return []
 
 
