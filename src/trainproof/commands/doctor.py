@@ -10,7 +10,7 @@ from pathlib import Path
 
 from trainproof.commands.common import load
 from trainproof.discover import discover
-from trainproof.engine import judge_pair, judge_run
+from trainproof.engine import amend, judge_run, pair_outcome
 from trainproof.model import InputError, Location, Report, ReportSet, Run
 from trainproof.parsers import read_run
 from trainproof.records import loss_disagreement, merge_records, primary_first
@@ -43,12 +43,9 @@ def _unreadable(path: str, fmt: str, why: str) -> Report:
 
 
 def _with_baseline(single: Report, run: Run, baseline: Run, base_report: Report) -> Report:
-    cmp = judge_pair(Pair(baseline, run), base_report)
-    return Report(subject=single.subject, format=single.format, records=single.records,
-                  span=single.span, notes=single.notes, required=False,
-                  findings=single.findings + cmp.findings,
-                  ran=single.ran + tuple(f"compare:{c}" for c in cmp.ran),
-                  skipped={**single.skipped, **{f"compare:{k}": v for k, v in cmp.skipped.items()}})
+    """The single-run report with the compare findings added; the engine states the
+    outcome once over both, so a compare FAIL and a single-run PASS never stand together."""
+    return amend(single, "single_run", pair_outcome(Pair(baseline, run), base_report), prefix="compare:")
 
 
 def _one_per_run(runs: list[Run], shown: str) -> list[Run]:

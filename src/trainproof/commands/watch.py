@@ -22,12 +22,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
-from trainproof.engine import apply, judge_run
+from trainproof.engine import amend, apply, judge_run
 from trainproof.model import InputError, Level, Report, ReportSet, Run, Verdict
 from trainproof.parsers import resolve
 from trainproof.parsers.incremental import LineSource, RereadSource, Update, open_source
 from trainproof.render import jsonout
-from trainproof.rules.live import Progress
+from trainproof.rules.live import STALL, Progress
 
 NAME = "watch"
 HELP = "judge a growing training log live, while the run writes it"
@@ -39,8 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("log", metavar="LOG", help="a log file being written, or a TensorBoard run directory")
     p.add_argument("--interval", type=float, default=10.0, metavar="S", help="seconds between polls (10)")
     p.add_argument("--until-fail", action="store_true", help="exit (code 1) at the first FAIL")
-    p.add_argument("--stall-timeout", type=float, default=300.0, metavar="S",
-                   help="TP-STALL when the step has not advanced for S seconds (300; 0 turns it off)")
+    p.add_argument("--stall-timeout", type=float, default=STALL.t("timeout"), metavar="S",
+                   help=f"TP-STALL when the step has not advanced for S seconds ({STALL.t('timeout'):g}; "
+                   "0 turns it off)")
     p.add_argument("--max-duration", type=float, default=None, metavar="S",
                    help="stop watching after S seconds and report the last verdict")
 
@@ -208,8 +209,4 @@ def with_stall(report: Report, progress: _Progress, now: float, args: argparse.N
     if report.verdict is Verdict.NOT_CHECKED:
         return report
     out = apply("live", Progress(report.subject, progress.step, now - progress.since, args.stall_timeout))
-    if not out.findings:
-        return replace(report, ran=tuple(sorted((*report.ran, *out.ran))),
-                       skipped={**report.skipped, **out.skipped})
-    kept = tuple(f for f in report.findings if f.rule_id != "TP-PASS")  # no longer a PASS
-    return replace(report, findings=(*kept, *out.findings), ran=tuple(sorted((*report.ran, *out.ran))))
+    return amend(report, "single_run", out)

@@ -16,16 +16,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from trainproof.model import Finding, Level, Location, Skip, SkipKind
 from trainproof.probes.checkpoint_model import RESUME_KEYS, CheckpointScan, FileScan, Integrity, TensorInfo
 from trainproof.probes.imports import ImportResult
 from trainproof.probes.machine import GB, Disk, Gpu, Gpus, Memory
-from trainproof.rules.base import Example, Threshold, check, example_runner, rule
-
-if TYPE_CHECKING:
-    from trainproof.engine import Outcome
+from trainproof.rules.base import Example, Threshold, check, example_subject, rule, statement
 
 G = "env"
 SHOW = 3  # names quoted in an evidence line; the structured values carry the counts
@@ -38,15 +35,10 @@ FAMILIES = {
     "gpu": ("gpu",),
 }
 
-
-def judge(family: str, subject: Any) -> Outcome:
-    """Run one family's checks; the other families' checks are not part of this subject."""
-    from trainproof.engine import apply  # the engine imports the rules package
-
-    names = FAMILIES[family]
-    out = apply(G, subject, only=names)
-    out.skipped = {k: v for k, v in out.skipped.items() if k in names}
-    return out
+# These families' reports state no outcome of their own: each check's own finding
+# (TP-ENV-IMPORT-OK, TP-ENV-MEM-OK, TP-ENV-DISK-OK, TP-ENV-GPU-INFO) says what was measured.
+for _family in ("import", "machine", "gpu"):
+    statement(f"{G}:{_family}", None, lambda _s: Location(""), checks=FAMILIES[_family])
 
 
 def _names(items: list[str]) -> str:
@@ -523,16 +515,17 @@ def drift(s: CheckpointSubject) -> list[Finding] | Skip:
     return out
 
 
-def checkpoint_statement(s: CheckpointSubject, out: Outcome) -> Finding | None:
-    """TP-ENV-CKPT-OK when nothing failed, warned or went unread."""
-    if any(f.level in (Level.FAIL, Level.WARN, Level.NOT_CHECKED) for f in out.findings) or not s.scan.intact:
+def _ckpt_values(s: CheckpointSubject) -> dict[str, Any] | None:
+    """What TP-ENV-CKPT-OK states; None when the checkpoint was not read whole."""
+    if not s.scan.intact:
         return None
     tensors = s.scan.tensors
-    params = sum(t.numel for t in tensors)
-    skipped = "; ".join(f"{k} ({v})" for k, v in sorted(out.skipped.items())) or "none"
-    return CKPT_OK.finding(Location(s.scan.path), files=len(s.scan.files), size_gb=s.scan.size / GB,
-                           tensors=len(tensors), params=params, ran=", ".join(out.ran) or "none",
-                           skipped=skipped)
+    return dict(files=len(s.scan.files), size_gb=s.scan.size / GB, tensors=len(tensors),
+                params=sum(t.numel for t in tensors))
+
+
+statement("env:checkpoint", CKPT_OK, lambda s: Location(s.scan.path), values=_ckpt_values,
+          checks=FAMILIES["checkpoint"])
 
 
 # ================================================================ machine
@@ -838,13 +831,6 @@ def _import(data: Mapping[str, Any]) -> ImportResult:
 _SUBJECTS = {"import": _import, "checkpoint": _checkpoint, "machine": _machine, "gpu": _gpu}
 
 
-@example_runner(G)
-def _example(data: Mapping[str, Any]) -> set[str]:
-    kind = data["kind"]
-    subject = _SUBJECTS[kind](data)
-    out = judge(kind, subject)
-    fired = {f.rule_id for f in out.findings}
-    if kind == "checkpoint":
-        ok = checkpoint_statement(subject, out)
-        fired |= {ok.rule_id} if ok else set()
-    return fired
+@example_subject(G)
+def _example(data: Mapping[str, Any]) -> tuple[str, Any]:
+    return f"{G}:{data['kind']}", _SUBJECTS[data["kind"]](data)
