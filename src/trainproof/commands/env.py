@@ -14,7 +14,7 @@ from trainproof.probes.checkpoint import inspect_checkpoint
 from trainproof.probes.checkpoint_model import CheckpointScan
 from trainproof.probes.imports import probe_import
 from trainproof.probes.machine import GB, measure_disk, measure_gpus, measure_memory
-from trainproof.rules.env import IMPORT_TIMEOUT, CheckpointSubject, GpuSubject, MachineSubject
+from trainproof.rules.env import IMPORT_TIMEOUT, CheckpointSubject, GpuSubject, MachineSubject, read_caps
 from trainproof.rules.env import unsafe_globals as _unsafe
 
 NAME = "env"
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> ReportSet:
     if args.module:
         reports.append(_import_report(args))
     against = _reference(args.against) if args.against else None
-    scans = [inspect_checkpoint(p) for p in args.checkpoint]
+    scans = [inspect_checkpoint(p, read_caps()) for p in args.checkpoint]
     reports += [_checkpoint_report(CheckpointSubject(s, against)) for s in scans]
     reports.append(_machine_report(args, scans))
     reports.append(_gpu_report(args))
@@ -81,7 +81,7 @@ def _import_report(args: argparse.Namespace) -> Report:
 
 
 def _reference(path: str) -> CheckpointScan:
-    scan = inspect_checkpoint(path)
+    scan = inspect_checkpoint(path, read_caps())
     if not scan.intact:
         bad = next(f for f in scan.files if f.integrity.value != "ok") if scan.files else None
         why = f"{bad.integrity.value}: {bad.detail}" if bad else "nothing readable"

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> ReportSet:
     except InputError as exc:
         return _statement(args.transcripts, T.LOAD_FAIL, detail=str(exc))
     try:
-        m = measure_tokenizer(tok, Path(args.transcripts))
+        m = measure_tokenizer(tok, Path(args.transcripts), int(T.NO_TRANSCRIPTS.t("max_line_bytes")))
     except InputError as exc:
         return _statement(args.transcripts, T.NO_TRANSCRIPTS, detail=str(exc))
     return ReportSet(NAME, (engine.report(T.G, m, subject=args.transcripts, format=m.read.format,

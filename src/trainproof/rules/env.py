@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainproof.model import Finding, Level, Location, Skip, SkipKind
-from trainproof.probes.checkpoint_model import RESUME_KEYS, CheckpointScan, FileScan, Integrity, TensorInfo
+from trainproof.probes.checkpoint_model import (
+    RESUME_KEYS,
+    CheckpointScan,
+    FileScan,
+    Integrity,
+    ReadCaps,
+    TensorInfo,
+)
 from trainproof.probes.imports import ImportResult
 from trainproof.probes.machine import GB, Disk, Gpu, Gpus, Memory
 from trainproof.rules.base import Example, Threshold, check, example_subject, rule, statement
@@ -232,9 +239,25 @@ CKPT_UNREADABLE = rule(
     summary="Permission denied, an unknown format, or declared sizes past the reading caps; exit 2.",
     why="What cannot be read cannot be judged either way.",
     fix="Check the path and permissions; pass the checkpoint file itself.",
+    thresholds={
+        "max_pickle_bytes": Threshold(64 << 20, "bytes of data.pkl", "A torch ZIP's data.pkl is the tensor "
+                                      "table: 100k tensors take about 20 MB, so more is not a plausible "
+                                      "checkpoint; the cap also bounds what the static replay builds."),
+        "max_index_bytes": Threshold(64 << 20, "bytes", "A shard index maps tensor names to files: "
+                                     "a few MB for the largest public models."),
+        "max_inflate_ratio": Threshold(100, "x compressed size", "torch stores entries uncompressed; "
+                                       "a deflated entry that expands more than this is a ZIP bomb."),
+    },
     fires=Example({"kind": "checkpoint", "files": [{"integrity": "unreadable"}]}),
     passes=Example({"kind": "checkpoint", "files": [{}]}),
 )
+
+
+def read_caps() -> ReadCaps:
+    """The reading caps the checkpoint probe applies, from the declarations."""
+    return ReadCaps(pickle_bytes=int(CKPT_UNREADABLE.t("max_pickle_bytes")),
+                    index_bytes=int(CKPT_UNREADABLE.t("max_index_bytes")),
+                    inflate_ratio=CKPT_UNREADABLE.t("max_inflate_ratio"))
 
 CKPT_LEGACY = rule(
     id="TP-ENV-CKPT-LEGACY", level=Level.NOT_CHECKED, group=G,

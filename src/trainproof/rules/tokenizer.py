@@ -60,6 +60,10 @@ NO_TRANSCRIPTS = rule(
     summary="The transcripts file is missing, empty, or no line in it carries a text; exit 2.",
     why="Coverage of nothing is not coverage.",
     fix="Pass a text file (one transcript per line), JSONL with a text field, or an LJSpeech metadata.csv.",
+    thresholds={"max_line_bytes": Threshold(1 << 20, "bytes", "A transcript is a sentence or a "
+                                            "paragraph; a megabyte line is a file that is not a "
+                                            "transcript list. Longer lines are skipped and counted "
+                                            "(a note), so reading stays bounded.")},
 )
 
 NOT_MEASURED = rule(
