@@ -11,8 +11,8 @@ import pytest
 from tests.conftest import ROOT
 from trainproof.cli import build_parser
 from trainproof.commands import registry
-from trainproof.examples import run_from
 from trainproof.engine import judge_run
+from trainproof.examples import run_from
 from trainproof.rules import catalogue
 from trainproof.rules.live import STALL
 from trainproof.rules.run import OVERFIT
