@@ -5,12 +5,14 @@ pair) here; every other group builds its own example subject in its rule module.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from trainproof.engine import apply, judge
 from trainproof.model import Run, Series
+from trainproof.probes.vocab import Vocabulary
 from trainproof.rules.base import Example, Rule, example_for, example_subject
 from trainproof.rules.compare import Pair
 
@@ -26,7 +28,13 @@ def run_from(data: Mapping[str, Sequence[float]], path: str = "example.jsonl") -
 
 @example_subject("single_run")
 def _single(data: Mapping[str, Any]) -> tuple[str, Run]:
-    return "single_run", run_from(data)
+    """Metric series; "vocab" (and "width") say what a config.json would."""
+    series = {k: v for k, v in data.items() if k not in ("vocab", "width")}
+    run = run_from(series)
+    if "vocab" in data:
+        vocab = Vocabulary(data["vocab"], "tokens", "example", data.get("width"), None, "example")
+        run = replace(run, meta={**run.meta, "vocabulary": vocab})
+    return "single_run", run
 
 
 @example_subject("compare")

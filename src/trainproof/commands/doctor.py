@@ -8,7 +8,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from trainproof.commands.common import load
+from trainproof.commands.common import add_vocab_argument, load, vocabulary, with_vocabulary
 from trainproof.discover import discover
 from trainproof.engine import amend, judge_run, pair_outcome
 from trainproof.model import InputError, Location, Report, ReportSet, Run
@@ -28,6 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline", metavar="FILE", help="also compare every log against this known-good run")
     p.add_argument("--max-logs", type=int, default=500, metavar="N",
                    help="judge at most N logs; the rest are listed as not judged (default 500)")
+    add_vocab_argument(p)
 
 
 def _display(p: Path, root: Path, given: str) -> str:
@@ -101,8 +102,9 @@ def run(args: argparse.Namespace) -> ReportSet:
                     reports.append(_unreadable(shown, qfmt or "?", str(exc)))
                 else:
                     not_judged.append((q, f"another record of the run {shown}, unreadable: {exc}"))
+        found = vocabulary(p, args) if runs else (None, [])
         for r in _one_per_run(runs, shown):
-            single = judge_run(r, required=False)
+            single = judge_run(with_vocabulary(r, found), required=False)
             if baseline is not None and base_report is not None:
                 single = _with_baseline(single, r, baseline, base_report)
             reports.append(single)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from trainproof.commands.common import load
+from trainproof.commands.common import add_vocab_argument, load, vocabulary, with_vocabulary
 from trainproof.engine import judge_run
 from trainproof.model import ReportSet
 
@@ -15,7 +16,9 @@ LOG_INPUT = True
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("log", metavar="LOG", help="a log file or a TensorBoard run directory")
+    add_vocab_argument(p)
 
 
 def run(args: argparse.Namespace) -> ReportSet:
-    return ReportSet(NAME, (judge_run(load(args.log, args)),))
+    run = with_vocabulary(load(args.log, args), vocabulary(Path(args.log), args))
+    return ReportSet(NAME, (judge_run(run),))

@@ -22,10 +22,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
+from trainproof.commands.common import add_vocab_argument, vocabulary, with_vocabulary
 from trainproof.engine import amend, apply, judge_run
 from trainproof.model import InputError, Level, Report, ReportSet, Run, Verdict
 from trainproof.parsers import resolve
 from trainproof.parsers.incremental import LineSource, RereadSource, Update, open_source
+from trainproof.probes.vocab import Vocabulary
 from trainproof.render import jsonout
 from trainproof.rules.live import STALL, Progress
 
@@ -44,6 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "0 turns it off)")
     p.add_argument("--max-duration", type=float, default=None, metavar="S",
                    help="stop watching after S seconds and report the last verdict")
+    add_vocab_argument(p)
 
 
 def run(args: argparse.Namespace) -> ReportSet:
@@ -78,6 +81,7 @@ class Watch:
         self._problem_since: float | None = None
         self._notes: list[str] = []  # said during the watch; they travel with every later report
         self._ended = "interrupted before anything could be read"
+        self._vocab: tuple[Vocabulary | None, list[str]] | None = None  # looked up once, when a run is first read
 
     def run(self) -> ReportSet:
         try:
@@ -131,6 +135,8 @@ class Watch:
                 self._problem_since = None
                 run_ = source.run()
                 if run_ is not None:
+                    self._vocab = self._vocab or vocabulary(self.path, self.args)
+                    run_ = with_vocabulary(run_, self._vocab)
                     progress.saw(run_, now)
                     judged = judge_run(run_)
             if judged is not None:

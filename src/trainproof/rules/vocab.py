@@ -1,0 +1,108 @@
+"""The start of a cross-entropy loss against chance: with V classes, a model that
+knows nothing (uniform) scores ln V. A model that starts far above it is confidently
+wrong about its targets - shuffled or misaligned labels - a failure that otherwise
+needs a baseline to see. Runs only when the vocabulary (or class count) is known:
+Run.meta["vocabulary"], set by the commands from probes/vocab.py."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from trainproof.model import Finding, Level, Location, Run, Skip, SkipKind
+from trainproof.probes.vocab import Vocabulary
+from trainproof.rules.base import Example, Threshold, check, rule
+
+G = "single_run"
+
+START_ABOVE_CHANCE = rule(
+    id="TP-START-ABOVE-CHANCE", level=Level.FAIL, group=G,
+    title="The run starts far above chance for its vocabulary: the targets are not what the model predicts.",
+    evidence="start loss {start:.3f} (median of the first {k} points; the first is {first:.3f}) > "
+    "{max_start:.3f} = ln V {ln_v:.3f} "
+    "+ {init_excess:.3f} a from-scratch init can add ({init_basis}) + {limit_tolerance} tolerance; "
+    "V = {vocab} {kind} from {vocab_source}",
+    summary="The first logged loss, and the median of the first few, are above ln V by more "
+    "than a randomly initialised model's logit spread can explain.",
+    why="Cross-entropy over V classes is ln V for a uniform guess. A random init adds half the "
+    "variance of its logits (for logits z_i ~ N(0, s^2) independent of the target, E[logsumexp z "
+    "- z_y] is about ln V + s^2/2; after a LayerNorm/RMSNorm the output layer's logits have s^2 = "
+    "width x init_std^2). A fine-tune from a pretrained model starts well below ln V. Above both, "
+    "the model is confident and its targets disagree with it: labels shuffled, shifted by one "
+    "position twice, or drawn from another tokenizer. The run can still fall and look healthy.",
+    fix="Check the label pipeline: the collator's shift (HF causal LMs shift labels inside the "
+    "model, so do not shift them yourself), the tokenizer matches the model, and labels are "
+    "aligned with inputs after any shuffle or packing.",
+    thresholds={
+        "start_points": Threshold(3, "points", "The start is the median of the first 3 finite losses, "
+                                  "and the first of them must be above the limit too: one noisy batch "
+                                  "does not fire the rule, and neither does a run that starts low and "
+                                  "blows up over its next steps (a from-scratch GPT-2 of width 1024 at "
+                                  "lr 1e-3 logged 7.20, 8.83, 10.07 against ln V 7.62)."),
+        "tolerance": Threshold(0.2, "nats", "Covers what the s^2/2 estimate leaves out: its "
+                               "higher-order terms (under 0.05 nat for s^2 <= 1) and a first logged "
+                               "point averaged over few tokens. Training only lowers the loss "
+                               "from its init value, so no allowance is needed for that."),
+        "init_std": Threshold(0.02, "std of output-layer weights", "The initializer_range of GPT-2, "
+                              "BERT, Llama and most Hugging Face configs, used when the config names none."),
+        "max_width": Threshold(8192, "hidden units", "Assumed when no config gives the width (only "
+                               "--vocab-size or a tokenizer is known): the widest common open decoders "
+                               "(70B class). At init_std 0.02 a from-scratch start may then sit "
+                               "8192 x 0.02^2 / 2 = 1.64 nats above ln V."),
+        "max_file_bytes": Threshold(64 << 20, "bytes", "config.json is kilobytes and the largest "
+                                    "common tokenizer.json files are tens of MB; a larger file is "
+                                    "not read for the vocabulary."),
+    },
+    fires=Example({"loss": [8.11, 8.05, 8.0, 7.9, 7.6, 7.2], "vocab": 2048, "width": 64}),
+    passes=Example({"loss": [7.64, 7.5, 7.1, 6.5, 6.0, 5.6], "vocab": 2048, "width": 64}),
+    limits="Applies only to a loss that is a per-token mean cross-entropy in nats over V classes. "
+    "It cannot see auxiliary terms added to the logged loss (MoE load balancing, z-loss: "
+    "usually hundredths of a nat), and a loss logged in bits (fairseq logs base 2), summed over "
+    "tokens, or not a softmax cross-entropy (a sigmoid, a regression, a distillation KL) would be "
+    "misread - do not pass --vocab-size for those. Label smoothing does not raise a near-uniform "
+    "start. A classifier with a freshly initialised head starts near ln(classes) whatever its "
+    "labels, so shuffled labels there are caught only by a baseline. With only --vocab-size or "
+    "a tokenizer, the width is assumed to be max_width, so a confidently wrong start less than "
+    "about 1.8 nats above ln V passes; a config.json with the width tightens the limit.",
+)
+
+
+def init_excess(v: Vocabulary) -> tuple[float, str]:
+    """What a from-scratch init adds to ln V at most, and the basis, as evidence says it."""
+    r = START_ABOVE_CHANCE.t("init_std") if v.init_std is None else v.init_std
+    where = "config" if v.init_std is not None else "default"
+    if v.width is None:
+        d = START_ABOVE_CHANCE.t("max_width")
+        return d * r * r / 2, f"width unknown, assumed {d:g}; init std {r:g} ({where})"
+    return v.width * r * r / 2, f"width {v.width} from {v.width_source}; init std {r:g} ({where})"
+
+
+@check("chance-start", START_ABOVE_CHANCE)
+def start_above_chance(run: Run) -> list[Finding] | Skip:
+    vocab = run.meta.get("vocabulary")
+    if not isinstance(vocab, Vocabulary):
+        return Skip(SkipKind.NOT_REQUESTED, "vocabulary unknown (--vocab-size N, or config.json "
+                    "or tokenizer.json beside the log)")
+    loss = run.get("loss")
+    if loss is None:
+        return Skip(SkipKind.NO_DATA, "no loss")
+    k = int(START_ABOVE_CHANCE.t("start_points"))
+    first = loss.values[np.isfinite(loss.values)][:k]
+    if first.size < k:
+        return Skip(SkipKind.TOO_FEW, f"{first.size} finite loss points, needs {k}")
+    if vocab.size < 2 or np.any(first <= 0):
+        return Skip(SkipKind.DEGENERATE, "not a positive cross-entropy over 2+ classes")
+    start, ln_v = float(np.median(first)), math.log(vocab.size)
+    excess, basis = init_excess(vocab)
+    max_start = ln_v + excess + START_ABOVE_CHANCE.t("tolerance")
+    # Both the median and the first point: the first logged loss is the model nearest its
+    # init, so a start that is low and then climbs is a divergence (TP-DIVERGE's), not a
+    # model that began confidently wrong.
+    if start <= max_start or first[0] <= max_start:
+        return []
+    steps = loss.steps[np.isfinite(loss.values)][:k]
+    return [START_ABOVE_CHANCE.finding(Location(run.path, float(steps[0])), start=start, k=k, first=float(first[0]),
+                                       max_start=max_start, ln_v=ln_v, init_excess=excess,
+                                       init_basis=basis, vocab=vocab.size, kind=vocab.kind,
+                                       vocab_source=vocab.source, width=vocab.width or "unknown")]
