@@ -108,11 +108,39 @@ def _judge(losses: list[float], vocab: Vocabulary | None):
     return judge_run(run)
 
 
-def test_a_start_that_climbs_is_not_a_confidently_wrong_start():
-    # from scratch, width 1024, lr 1e-3 on source-code bytes: 7.20, 8.83, 10.07 (ln V 7.62)
+def test_the_start_is_the_first_point():
+    # from scratch, width 1024, lr 1e-3 on source-code bytes: 7.20, 8.83, 10.07 (ln V 7.62):
+    # the model nearest its init was not confidently wrong; the climb is a divergence.
     v = Vocabulary(2048, "tokens", "test", 1024, 0.02, "test")
     assert ID not in {f.rule_id for f in _judge([7.20, 8.83, 10.07, 6.06, 4.10], v).findings}
-    assert ID in {f.rule_id for f in _judge([8.9, 8.8, 8.7, 8.0, 7.0], v).findings}
+    assert ID in {f.rule_id for f in _judge([8.9, 7.0, 6.5, 6.0, 5.0], v).findings}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_bad_labels_fails_at_every_logging_phase_and_interval(tmp_path, seed):
+    """Logged every other point (either phase), or with its first point lost, the
+    gallery's bad_labels still FAILs with its config. The other configs never fire while
+    the log keeps its first point; a nan log cut to begin at its second point begins
+    inside the blow-up (7.85-8.64 > 7.84) and does fire - the rule sees only the start."""
+    from dataclasses import replace
+
+    from trainproof.model import Series
+
+    for config in CONFIGS:
+        log = gallery_with_config(tmp_path / config, config, seed)
+        run = read_run(log, "auto", {})
+        vocab, _ = find_vocabulary(log, None, CAP)
+        loss = run.series["loss"]
+        for sl in (slice(None), slice(0, None, 2), slice(1, None, 2), slice(1, None)):
+            cut = replace(run, series={**run.series, "loss": Series("loss", loss.steps[sl], loss.values[sl])},
+                          meta={"vocabulary": vocab})
+            fired = ID in {f.rule_id for f in judge_run(cut).findings}
+            if config == "bad_labels":
+                assert fired, (seed, sl)
+            elif sl.start is None:
+                assert not fired, (config, seed, sl)
+            elif config != "nan":
+                assert not fired, (config, seed, sl)
 
 
 def test_without_a_vocabulary_the_check_is_skipped_saying_how_to_give_one():

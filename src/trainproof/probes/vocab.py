@@ -19,7 +19,7 @@ _INIT_KEYS = ("initializer_range", "init_std")
 @dataclass(frozen=True)
 class Vocabulary:
     size: int  # classes the loss is a softmax over
-    kind: str  # "tokens" (a language model's vocabulary) or "labels" (a classifier's)
+    kind: str  # "tokens" (an LM vocabulary), "labels" (a classifier's), "classes" (--vocab-size: either)
     source: str  # where `size` came from, as the evidence names it
     width: int | None = None  # hidden size feeding the output layer, when a config says
     init_std: float | None = None  # the config's initializer range, when it says
@@ -31,26 +31,22 @@ def find_vocabulary(log: Path, given: int | None, max_bytes: int) -> tuple[Vocab
     config.json over a tokenizer.json; the log's own directory over its parent), and
     notes on files that were there but could not be used."""
     notes: list[str] = []
-    config = tokenizer = None
     here = log if log.is_dir() else log.parent
-    for d in (here, here.parent):
-        if config is None and (d / "config.json").is_file():
-            config = _read(d / "config.json", max_bytes, notes)
-            config_path = d / "config.json"
-        if tokenizer is None and (d / "tokenizer.json").is_file():
-            tokenizer_path = d / "tokenizer.json"
-            tokenizer = tokenizer_path
-    width, init, width_src = (None, None, "")
+    config_path = next((d / "config.json" for d in (here, here.parent) if (d / "config.json").is_file()), None)
+    tokenizer_path = next((d / "tokenizer.json" for d in (here, here.parent)
+                           if (d / "tokenizer.json").is_file()), None)
+    config = _read(config_path, max_bytes, notes) if config_path is not None else None
+    width, init, width_src = None, None, ""
     found: Vocabulary | None = None
     if isinstance(config, dict):
         width, init = _width(config), _init(config)
         width_src = str(config_path) if width else ""
         found = _from_config(config, str(config_path), notes)
-    if found is None and tokenizer is not None and given is None:
+    if given is not None:
+        found = Vocabulary(given, "classes", "--vocab-size")
+    elif found is None and tokenizer_path is not None:
         size = _tokenizer_size(_read(tokenizer_path, max_bytes, notes), notes, str(tokenizer_path))
         found = Vocabulary(size, "tokens", str(tokenizer_path)) if size else None
-    if given is not None:
-        found = Vocabulary(given, "tokens", "--vocab-size")
     if found is None:
         return None, notes
     return Vocabulary(found.size, found.kind, found.source, width, init, width_src), notes
