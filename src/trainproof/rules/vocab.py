@@ -90,8 +90,8 @@ def init_excess(v: Vocabulary) -> tuple[float, str]:
 def start_above_chance(run: Run) -> list[Finding] | Skip:
     vocab = run.meta.get("vocabulary")
     if not isinstance(vocab, Vocabulary):
-        return Skip(SkipKind.NOT_REQUESTED, "vocabulary unknown (--vocab-size N, or config.json "
-                    "or tokenizer.json beside the log)")
+        return Skip(SkipKind.NOT_REQUESTED, "no vocabulary: give --vocab-size N, or keep config.json "
+                    "or tokenizer.json beside the log")
     loss = run.get("loss")
     if loss is None:
         return Skip(SkipKind.NO_DATA, "no loss")
