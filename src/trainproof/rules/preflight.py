@@ -547,7 +547,7 @@ def _example(data: Mapping[str, Any]) -> tuple[str, Preflight]:
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "example.jsonl"
         p.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        m = measure_dataset(p)
+        m = measure_dataset(p, None, int(OVERSIZED.t("max_bytes")))
     special = SpecialTokens(**data["special"]) if "special" in data else None
     tokens = _tokens_from(data.get("tokens", {}), m.records) if special is not None else None
     return G, Preflight(m, special, tokens, "example")
