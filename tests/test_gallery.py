@@ -90,6 +90,7 @@ def test_golden_update_refuses_without_a_changelog_entry(tmp_path, monkeypatch):
     golden.mkdir()
     (golden / "healthy_seed42.json").write_text('{"epoch": {"verdict": "FAIL", "rules": []}}\n')
     monkeypatch.setattr(em, "GOLDEN", golden)
+    monkeypatch.setattr(em, "GOLDEN2", tmp_path / "golden2")  # never the committed ones
     changelog = tmp_path / "CHANGELOG.md"
     changelog.write_text("## 0.2.0\n- something else\n\n## 0.1.0\n- healthy mentioned too late\n")
     with pytest.raises(SystemExit, match="healthy"):

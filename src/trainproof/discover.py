@@ -53,6 +53,9 @@ def discover(root: Path, max_logs: int) -> Discovery:
         fmt = detect(here)  # a format that reads whole directories (a TensorBoard run)
         if fmt is not None:
             found.logs.append((here, fmt))
+            if fmt.store is not None:  # a multi-run store (mlruns/) owns everything under it
+                dirnames[:] = []
+                continue
             # a run directory's nested runs (Keras train/ + validation/, hparams runs
             # that SummaryWriter.add_hparams writes) belong to it, not beside it
             nested = [n for n in dirnames if detect(here / n) is not None]

@@ -5,7 +5,7 @@ PASS / OK / NOT-CHECKED finding and its ran/skipped text - for every scope
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -149,22 +149,26 @@ def judge_run(run: Run, required: bool = True) -> Report:
     return replace(rep, curves=curves(run)) if judged else rep
 
 
-def pair_outcome(pair: Pair, baseline_report: Report | None = None) -> Outcome:
-    """The compare findings for one run against the baseline, before any statement."""
+def pair_outcome(pair: Pair, baseline_report: Report | Sequence[Report] | None = None) -> Outcome:
+    """The compare findings for one run against the baseline (or each of several
+    baselines), before any statement."""
     out = apply("compare", pair)
     why = comparable(pair)
     if why is not None and not any(f.level is Level.FAIL for f in out.findings):
         return Outcome(findings=[CMP_UNCOMPARABLE.finding(Location(pair.run.path), detail=why)])
-    if baseline_report is not None and baseline_report.verdict.value in ("FAIL", "WARN"):
-        ids = sorted({f.rule_id for f in baseline_report.findings
-                      if f.level in (Level.FAIL, Level.WARN)})
-        out.findings.append(BAD_BASELINE.finding(Location(pair.baseline.path), path=pair.baseline.path,
-                                                 verdict=baseline_report.verdict.value, ids=", ".join(ids)))
+    reports = [baseline_report] if isinstance(baseline_report, Report) else list(baseline_report or ())
+    for rep in reports:
+        if rep.verdict.value not in ("FAIL", "WARN"):
+            continue
+        ids = sorted({f.rule_id for f in rep.findings if f.level in (Level.FAIL, Level.WARN)})
+        out.findings.append(BAD_BASELINE.finding(Location(rep.subject), path=rep.subject,
+                                                 verdict=rep.verdict.value, ids=", ".join(ids)))
     return out
 
 
-def judge_pair(pair: Pair, baseline_report: Report | None = None) -> Report:
-    """Compare findings for one run against the baseline, with the compare statement."""
+def judge_pair(pair: Pair, baseline_report: Report | Sequence[Report] | None = None) -> Report:
+    """Compare findings for one run against the baseline (or each of several), with the
+    compare statement."""
     base = dict(subject=pair.run.path, format=pair.run.format, records=pair.run.records,
                 span=pair.run.step_span, kind="compare")
     out = pair_outcome(pair, baseline_report)

@@ -8,6 +8,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from trainproof.address import split_address
 from trainproof.model import Run
 from trainproof.parsers import read_run
 from trainproof.probes.vocab import Vocabulary, find_vocabulary
@@ -15,8 +16,10 @@ from trainproof.rules.vocab import START_ABOVE_CHANCE
 
 
 def load(path: str, args: argparse.Namespace) -> Run:
-    return read_run(Path(path), getattr(args, "format", "auto"), getattr(args, "map", {}) or {},
-                    display=path)
+    """`path` may be a `PATH::RUN_ID` address naming one run of a multi-run store."""
+    where, run = split_address(path)
+    return read_run(Path(where), getattr(args, "format", "auto"), getattr(args, "map", {}) or {},
+                    display=where, run=run)
 
 
 def _count(text: str) -> int:
@@ -32,9 +35,11 @@ def add_vocab_argument(p: argparse.ArgumentParser) -> None:
                    "config.json or tokenizer.json beside the log or in its parent directory")
 
 
-def vocabulary(path: Path, args: argparse.Namespace) -> tuple[Vocabulary | None, list[str]]:
-    """The vocabulary for the log at `path`, and notes on files that could not be used."""
-    return find_vocabulary(path, getattr(args, "vocab_size", None), int(START_ABOVE_CHANCE.t("max_file_bytes")))
+def vocabulary(path: str | Path, args: argparse.Namespace) -> tuple[Vocabulary | None, list[str]]:
+    """The vocabulary for the log at `path` (a PATH::RUN_ID address looks beside PATH),
+    and notes on files that could not be used."""
+    where = Path(split_address(path)[0]) if isinstance(path, str) else path
+    return find_vocabulary(where, getattr(args, "vocab_size", None), int(START_ABOVE_CHANCE.t("max_file_bytes")))
 
 
 def with_vocabulary(run: Run, found: tuple[Vocabulary | None, list[str]]) -> Run:

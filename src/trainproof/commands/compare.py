@@ -1,5 +1,7 @@
-"""`trainproof compare BASELINE RUN...`: ratio rules of each run against a known-good
-baseline, and an N-way ranking. Every file is read exactly once."""
+"""`trainproof compare BASELINE RUN...` (or `compare --baseline B [--baseline B2 ...] RUN...`):
+each run judged against the known-good baseline(s) at the steps it reached, and an
+N-way ranking. Several baselines (seeds of one recipe) form the envelope a run is
+measured against. Every file is read exactly once."""
 
 from __future__ import annotations
 
@@ -13,30 +15,54 @@ from trainproof.rules import status as S
 from trainproof.rules.compare import Pair, ranking_row
 
 NAME = "compare"
-HELP = "compare one or more runs against a known-good baseline"
+HELP = "compare one or more runs against a known-good baseline (or several seeds of it)"
 LOG_INPUT = True
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("baseline", metavar="BASELINE", help="the known-good run's log")
+    p.add_argument("baseline", metavar="BASELINE", nargs="?",
+                   help="the known-good run's log (omit when --baseline is given)")
     p.add_argument("runs", metavar="RUN", nargs="+", help="logs to judge against the baseline")
+    p.add_argument("--baseline", dest="baselines", metavar="FILE", action="append", default=[],
+                   help="a known-good run's log; repeat it for several seeds of the recipe, which "
+                   "form the envelope a run is judged against (then every positional is a run)")
 
 
-def compare_all(baseline: Run, runs: list[tuple[str, Run | InputError]],
+def split_inputs(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """(baseline paths, run paths): `--baseline` makes every positional a run; without
+    it the first positional is the baseline, as since 0.17.0."""
+    positional = ([args.baseline] if args.baseline else []) + list(args.runs)
+    if args.baselines:
+        return list(args.baselines), positional
+    if len(positional) < 2:
+        raise InputError("compare needs a baseline and at least one run: compare BASELINE RUN... "
+                         "or compare --baseline FILE RUN...")
+    return positional[:1], positional[1:]
+
+
+def compare_all(baseline: Run | list[Run], runs: list[tuple[str, Run | InputError]],
                 ) -> tuple[list[Report], list[dict[str, Any]]]:
-    base_report = judge_run(baseline)
+    """Judge each run against the baseline(s); the first baseline names the pair."""
+    bases = baseline if isinstance(baseline, list) else [baseline]
+    base_reports = [judge_run(b) for b in bases]
     reports, rows = [], []
     for path, item in runs:
         if isinstance(item, InputError):
             reports.append(Report(subject=path, format="?", kind="compare",
                                   findings=(S.CMP_ERROR.finding(Location(path), detail=str(item)),)))
             continue
-        pair = Pair(baseline, item)
-        report = judge_pair(pair, base_report)
+        pair = Pair(bases[0], item, tuple(bases[1:]))
+        report = judge_pair(pair, base_reports)
         reports.append(report)
         rows.append({**ranking_row(pair), "verdict": report.verdict.value})
-    rows.sort(key=lambda r: (_rank(r["verdict"]), r.get("end_ratio") or 0.0))
+    rows.sort(key=lambda r: (_rank(r["verdict"]), _key_ratio(r)))
     return reports, rows
+
+
+def _key_ratio(row: dict[str, Any]) -> float:
+    """Eval loss ranks where both sides log it (the train loss ranks an overfit run first)."""
+    v = row.get("eval_end_ratio", row.get("end_ratio"))
+    return float(v) if isinstance(v, (int, float)) else 0.0
 
 
 def _rank(verdict: str) -> int:
@@ -44,12 +70,14 @@ def _rank(verdict: str) -> int:
 
 
 def run(args: argparse.Namespace) -> ReportSet:
-    baseline = load(args.baseline, args)
+    base_paths, run_paths = split_inputs(args)
+    bases = [load(p, args) for p in base_paths]
     runs: list[tuple[str, Run | InputError]] = []
-    for path in args.runs:
+    for path in run_paths:
         try:
             runs.append((path, load(path, args)))
         except InputError as exc:
             runs.append((path, exc))
-    reports, rows = compare_all(baseline, runs)
-    return ReportSet(NAME, tuple(reports), tables={"baseline": baseline.path, "ranking": rows})
+    reports, rows = compare_all(bases, runs)
+    return ReportSet(NAME, tuple(reports), tables={"baseline": bases[0].path,
+                                                   "baselines": [b.path for b in bases], "ranking": rows})

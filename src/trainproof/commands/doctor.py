@@ -8,11 +8,12 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from trainproof.address import join_address, split_address
 from trainproof.commands.common import add_vocab_argument, load, vocabulary, with_vocabulary
 from trainproof.discover import discover
 from trainproof.engine import amend, judge_run, pair_outcome
 from trainproof.model import InputError, Location, Report, ReportSet, Run
-from trainproof.parsers import read_run
+from trainproof.parsers import read_run, resolve
 from trainproof.records import loss_disagreement, merge_records, primary_first
 from trainproof.rules import status as S
 from trainproof.rules.compare import Pair
@@ -25,7 +26,9 @@ LOG_INPUT = True
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", metavar="PATH", nargs="?", default=".", help="file or directory (default .)")
-    p.add_argument("--baseline", metavar="FILE", help="also compare every log against this known-good run")
+    p.add_argument("--baseline", metavar="FILE", action="append", default=[],
+                   help="also compare every log against this known-good run; repeat it for "
+                   "several seeds of the recipe (they form the envelope a log is judged against)")
     p.add_argument("--max-logs", type=int, default=500, metavar="N",
                    help="judge at most N logs; the rest are listed as not judged (default 500)")
     add_vocab_argument(p)
@@ -43,10 +46,11 @@ def _unreadable(path: str, fmt: str, why: str) -> Report:
                   findings=(S.NO_RECORDS.finding(Location(path), detail=why),))
 
 
-def _with_baseline(single: Report, run: Run, baseline: Run, base_report: Report) -> Report:
+def _with_baseline(single: Report, run: Run, baselines: list[Run], base_reports: list[Report]) -> Report:
     """The single-run report with the compare findings added; the engine states the
     outcome once over both, so a compare FAIL and a single-run PASS never stand together."""
-    return amend(single, "single_run", pair_outcome(Pair(baseline, run), base_report), prefix="compare:")
+    cmp = pair_outcome(Pair(baselines[0], run, tuple(baselines[1:])), base_reports)
+    return amend(single, "single_run", cmp, prefix="compare:")
 
 
 def _one_per_run(runs: list[Run], shown: str) -> list[Run]:
@@ -67,14 +71,41 @@ def _one_per_run(runs: list[Run], shown: str) -> list[Run]:
     return out
 
 
+def _runs_in(p: Path, fmt_name: str, root: Path, given: str) -> list[tuple[Path, str | None, str]]:
+    """(path, run id, display) of each run a found log holds: itself, or every run of a
+    multi-run store, each named by its own directory or by a PATH::RUN_ID address."""
+    shown = _display(p, root, given)
+    store = resolve(p, fmt_name).store
+    if store is None:
+        return [(p, None, shown)]
+    return [(ref.path, None, _display(ref.path, root, given)) if ref.path is not None
+            else (p, ref.id, shown) for ref in store.runs(p)]
+
+
+def _read_records(p: Path, fmt: str | None, records: list[tuple[Path, str]], shown: str,
+                  args: argparse.Namespace, not_judged: list[tuple[Path, str]]) -> list[Run] | str:
+    """The runs one found log makes with the other records of its run directory, or why
+    the log itself could not be read."""
+    runs = []
+    for q, qfmt in [(p, fmt), *records]:
+        q_shown = _display(q, Path(args.path), args.path)
+        try:
+            runs.append(read_run(q, qfmt or getattr(args, "format", "auto"), args.map, display=q_shown))
+        except InputError as exc:
+            if q == p:
+                return str(exc)
+            not_judged.append((q, f"another record of the run {shown}, unreadable: {exc}"))
+    return _one_per_run(runs, shown)
+
+
 def run(args: argparse.Namespace) -> ReportSet:
     root = Path(args.path)
     if not root.exists():
         raise InputError(f"{args.path}: no such file or directory")
     if args.max_logs < 1:
         raise InputError("--max-logs must be at least 1")
-    baseline = load(args.baseline, args) if args.baseline else None
-    base_report = judge_run(baseline) if baseline is not None else None
+    baselines = [load(b, args) for b in args.baseline]
+    base_reports = [judge_run(b) for b in baselines]
     records: dict[Path, list[tuple[Path, str]]] = {}
     if root.is_file():
         found_logs: list[tuple[Path, str | None]] = [(root, None)]
@@ -84,32 +115,50 @@ def run(args: argparse.Namespace) -> ReportSet:
         found_logs = [(p, f.name) for p, f in found.logs]
         not_judged = found.not_judged
         records = {d: [(p, f.name) for p, f in rs] for d, rs in found.records.items()}
-    base_path = Path(args.baseline).resolve() if args.baseline else None
+    # each baseline as (where, run id): a log path, or one run of a multi-run store
+    base_at = {(Path(w).resolve(), r) for w, r in (split_address(b.path) for b in baselines)}
     reports = []
+    baseline_runs = []  # baselines that are runs of a store doctor walks
+
+    def judged(r: Run, where: Path) -> Report:
+        single = judge_run(with_vocabulary(r, vocabulary(where, args)), required=False)
+        if baselines:
+            single = _with_baseline(single, r, baselines, base_reports)
+        return single
+
     for p, fmt in found_logs:
         shown = _display(p, root, args.path)
-        if base_path is not None and p.resolve() == base_path:
+        if (p.resolve(), None) in base_at:
             not_judged.append((p, "the baseline itself"))
             continue
-        group = [(p, fmt), *records.get(p, [])]
-        runs = []
-        for q, qfmt in group:
-            q_shown = _display(q, root, args.path)
+        fmt_name = fmt or getattr(args, "format", "auto")
+        try:
+            targets = _runs_in(p, fmt_name, root, args.path)
+        except InputError as exc:
+            reports.append(_unreadable(shown, fmt or "?", str(exc)))
+            continue
+        if targets == [(p, None, shown)]:  # one log, perhaps with more records of its run
+            runs = _read_records(p, fmt, records.get(p, []), shown, args, not_judged)
+            if isinstance(runs, str):
+                reports.append(_unreadable(shown, fmt or "?", runs))
+            else:
+                reports.extend(judged(r, p) for r in runs)
+            continue
+        for where, run_id, display in targets:  # every run of a multi-run store
+            named = display if run_id is None else join_address(display, run_id)
+            if (where.resolve(), run_id) in base_at:
+                baseline_runs.append({"file": named, "reason": "the baseline itself"})
+                continue
             try:
-                runs.append(read_run(q, qfmt or getattr(args, "format", "auto"), args.map, display=q_shown))
+                r = read_run(where, fmt_name, args.map, display=display, run=run_id)
             except InputError as exc:
-                if q == p:
-                    reports.append(_unreadable(shown, qfmt or "?", str(exc)))
-                else:
-                    not_judged.append((q, f"another record of the run {shown}, unreadable: {exc}"))
-        found = vocabulary(p, args) if runs else (None, [])
-        for r in _one_per_run(runs, shown):
-            single = judge_run(with_vocabulary(r, found), required=False)
-            if baseline is not None and base_report is not None:
-                single = _with_baseline(single, r, baseline, base_report)
-            reports.append(single)
-    if not reports and not not_judged:
+                reports.append(_unreadable(named, fmt or "?", str(exc)))
+                continue
+            reports.append(judged(r, where))
+    if not reports and not not_judged and not baseline_runs:
         raise InputError(f"{args.path}: no training logs found (looked for: "
-                         "trainer_state.json, Coqui logs, TensorBoard event files, JSONL/CSV metrics)")
+                         "trainer_state.json, Coqui logs, TensorBoard event files, MLflow stores, "
+                         "ClearML sessions, JSONL/CSV metrics)")
     skipped = [{"file": _display(p, root, args.path), "reason": why} for p, why in not_judged]
+    skipped += baseline_runs
     return ReportSet(NAME, tuple(reports), tables={"not_judged": skipped})

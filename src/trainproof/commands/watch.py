@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
+from trainproof.address import split_address
 from trainproof.commands.common import add_vocab_argument, vocabulary, with_vocabulary
 from trainproof.engine import amend, apply, judge_run
 from trainproof.model import InputError, Level, Report, ReportSet, Run, Verdict
@@ -71,7 +72,8 @@ class _Progress:
 class Watch:
     def __init__(self, args: argparse.Namespace, out: TextIO) -> None:
         self.args, self.out = args, out
-        self.path = Path(args.log)
+        where, self.run_id = split_address(args.log)  # PATH::RUN_ID: one run of a store
+        self.path, self.shown = Path(where), where
         limits = [GRACE_S, args.max_duration or GRACE_S, args.stall_timeout or GRACE_S]
         self.grace = min(limits)
         self.start = time.monotonic()
@@ -98,7 +100,8 @@ class Watch:
         while True:
             try:
                 fmt = resolve(self.path, getattr(self.args, "format", "auto"))
-                return open_source(self.path, fmt.name, self.args.log, getattr(self.args, "map", {}) or {})
+                return open_source(self.path, fmt.name, self.shown, getattr(self.args, "map", {}) or {},
+                                   run=self.run_id)
             except InputError as exc:
                 waited = time.monotonic() - self.start
                 hopeless = self.path.exists() and not (self.path.is_file() or self.path.is_dir())

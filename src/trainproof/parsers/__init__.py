@@ -9,12 +9,14 @@ from pathlib import Path
 
 import numpy as np
 
+from trainproof.address import SEPARATOR, join_address
 from trainproof.files import require_regular
 from trainproof.model import InputError, Run, Series
-from trainproof.parsers import coqui, csvlog, hf, jsonl, textlog, wandb
+from trainproof.parsers import clearml, coqui, csvlog, hf, jsonl, mlflow, mlflow_files, textlog, wandb
 from trainproof.parsers.base import Format, RawLog, read_text_head
 from trainproof.parsers.columns import CANONICAL, choose
 from trainproof.parsers.compressed import compression, is_archive, logical_name, open_log, stream_notes
+from trainproof.parsers.stores import read_selected
 
 FORMATS: dict[str, Format] = {}
 DirSniff = Callable[[Path], bool]
@@ -32,6 +34,9 @@ wandb.register_into(register)  # a binary header or the .wandb suffix: decided b
 register(Format(coqui.NAME, coqui.sniff, coqui.read, "Coqui Trainer text log (trainer_0_log.txt)", compressed=True))
 register(Format(jsonl.NAME, jsonl.sniff, jsonl.read, "JSON Lines, one metrics object per line", compressed=True))
 register(Format(csvlog.NAME, csvlog.sniff, csvlog.read, "CSV/TSV with a header row", compressed=True))
+register(mlflow.FORMAT, mlflow_files.sniff_dir)
+register(Format(clearml.NAME, clearml.sniff, clearml.read,
+                "ClearML scalar events: an offline session folder or zip, or metrics.jsonl"), clearml.sniff_dir)
 
 
 def _load_optional() -> None:
@@ -68,7 +73,7 @@ def detect(path: Path) -> Format | None:
         return None
     name = logical_name(path.name)
     for fmt in candidates:
-        if fmt.sniff(name, head[: fmt.head]):
+        if fmt.sniff(name, head[: fmt.head]) and (fmt.confirm is None or fmt.confirm(path)):
             return fmt
     return None
 
@@ -103,20 +108,30 @@ def _by_suffix(path: Path) -> Format | None:
 
 
 def read_run(path: Path, fmt_name: str = "auto", mapping: Mapping[str, str] | None = None,
-             display: str | None = None) -> Run:
-    """Read one log (file or run directory) into a Run. Raises InputError on bad input."""
+             display: str | None = None, run: str | None = None) -> Run:
+    """Read one log (file or run directory) into a Run. `run` names one run of a
+    multi-run store (stores.py); the Run's path is then the `PATH::RUN_ID` address.
+    Raises InputError on bad input."""
     fmt = resolve(path, fmt_name)
     if compression(path.name) is not None and not fmt.compressed:
         raise InputError(f"{path}: the {fmt.name} reader does not read compressed files; decompress it first")
+    shown = display or str(path)
+    if run is not None and fmt.store is None:
+        raise InputError(f"{shown}{SEPARATOR}{run}: a {fmt.name} log holds one run; "
+                         f"PATH{SEPARATOR}RUN_ID names a run in a multi-run store")
     try:
         with stream_notes() as cut:
-            raw = fmt.read(path)
+            if fmt.store is None:
+                raw = fmt.read(path)
+            else:
+                run_id, raw = read_selected(fmt.store, path, run)
+                shown = shown if run_id is None else join_address(shown, run_id)
     except InputError:
         raise
     except (OSError, UnicodeDecodeError, MemoryError) as exc:
         raise InputError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
     raw.notes.extend(cut)
-    return build_run(display or str(path), fmt.name, raw, mapping or {})
+    return build_run(shown, fmt.name, raw, mapping or {})
 
 
 def build_run(path: str, fmt: str, raw: RawLog, mapping: Mapping[str, str]) -> Run:

@@ -17,6 +17,7 @@ import numpy as np
 from trainproof.files import require_regular
 from trainproof.model import InputError
 from trainproof.parsers.compressed import read_head
+from trainproof.parsers.stores import Store
 
 
 @dataclass
@@ -108,6 +109,10 @@ class Format:
     description: str
     head: int = HEAD  # bytes of the file the sniff is given
     compressed: bool = False  # the reader opens files through open_log, so .gz/.bz2/.xz/.zst work
+    store: Store | None = None  # set when one path can hold several runs (stores.py)
+    # A second look, with the path, after the sniff matched: for containers whose head
+    # says too little (any SQLite file starts alike). False only when surely not mine.
+    confirm: Callable[[Path], bool] | None = None
 
 
 def read_text_head(path: Path, size: int = HEAD) -> bytes:

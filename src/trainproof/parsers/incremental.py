@@ -158,8 +158,9 @@ class LineSource:
 class RereadSource:
     """A log re-read whole (through the format registry) whenever its files change."""
 
-    def __init__(self, path: Path, fmt: str, display: str, mapping: Mapping[str, str]) -> None:
-        self.path, self.fmt, self.display, self.mapping = path, fmt, display, mapping
+    def __init__(self, path: Path, fmt: str, display: str, mapping: Mapping[str, str],
+                 run: str | None = None) -> None:
+        self.path, self.fmt, self.display, self.mapping, self.run_id = path, fmt, display, mapping, run
         self._seen: object = None
         self._run: Run | None = None
 
@@ -170,7 +171,7 @@ class RereadSource:
         if mark == self._seen:
             return Update(False)
         try:
-            run = read_run(self.path, self.fmt, self.mapping, display=self.display)
+            run = read_run(self.path, self.fmt, self.mapping, display=self.display, run=self.run_id)
         except InputError as exc:  # caught mid-rewrite: keep the last good read, try next poll
             return Update(False, problem=str(exc))
         self._seen = mark
@@ -206,10 +207,12 @@ def fingerprint(path: Path) -> tuple | None:
     return ((st.st_dev, st.st_ino), st.st_size, st.st_mtime_ns)
 
 
-def open_source(path: Path, fmt: str, display: str, mapping: Mapping[str, str]) -> LineSource | RereadSource:
-    """The way to follow `path` as format `fmt` (a registered format name)."""
+def open_source(path: Path, fmt: str, display: str, mapping: Mapping[str, str],
+                run: str | None = None) -> LineSource | RereadSource:
+    """The way to follow `path` as format `fmt` (a registered format name); `run` names
+    one run of a multi-run store."""
     if not (path.is_file() or path.is_dir()):
         raise InputError(f"{path}: not a regular file or directory (a FIFO or device cannot be watched)")
-    if fmt in DECODERS and path.is_file() and compression(path.name) is None:
+    if fmt in DECODERS and path.is_file() and compression(path.name) is None and run is None:
         return LineSource(path, fmt, display, mapping)
-    return RereadSource(path, fmt, display, mapping)
+    return RereadSource(path, fmt, display, mapping, run)

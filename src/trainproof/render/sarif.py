@@ -11,6 +11,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from trainproof import __version__
+from trainproof.address import split_address
 from trainproof.model import Finding, Level, ReportSet
 from trainproof.rules import catalogue
 
@@ -42,13 +43,14 @@ class _Uris:
 
     def __init__(self, files: list[str]) -> None:
         self.cwd = Path.cwd().resolve()
-        outside = [p for p in (Path(f).resolve() for f in files) if not p.is_relative_to(self.cwd)]
+        outside = [p for p in (Path(split_address(f)[0]).resolve() for f in files)
+                   if not p.is_relative_to(self.cwd)]
         self.root = Path(os.path.commonpath(outside)) if outside else None
         if self.root is not None and self.root.is_file():
             self.root = self.root.parent
 
     def location(self, file: str) -> dict[str, Any]:
-        p = Path(file).resolve()
+        p = Path(split_address(file)[0]).resolve()  # a run in a store is located in the store
         if p.is_relative_to(self.cwd):
             return {"uri": PurePosixPath(*p.relative_to(self.cwd).parts).as_posix()}
         assert self.root is not None
@@ -68,9 +70,11 @@ def _fingerprint(f: Finding) -> str:
 
 def _result(f: Finding, index: dict[str, int], uris: _Uris) -> dict[str, Any]:
     step = "" if f.location.step is None else f" (step {f.location.step:g})"
+    run = split_address(f.location.file)[1]
+    where = "" if run is None else f"Run {run}: "
     return {
         "ruleId": f.rule_id, "ruleIndex": index[f.rule_id], "level": _LEVEL[f.level],
-        "message": {"text": f"{f.message}{step} {f.evidence}"},
+        "message": {"text": f"{where}{f.message}{step} {f.evidence}"},
         "locations": [{"physicalLocation": {
             "artifactLocation": uris.location(f.location.file),
             "region": {"startLine": max(1, f.location.line or 1)}}}],

@@ -59,15 +59,19 @@ def render_report(r: Report) -> list[str]:
 
 def _num(row: dict, key: str, fmt: str) -> str:
     v = row.get(key)
-    return format(v, fmt) if isinstance(v, (int, float)) else "-"
+    width = int("".join(c for c in fmt.split(".")[0] if c.isdigit()) or 0)
+    return format(v, fmt) if isinstance(v, (int, float)) else "-".rjust(width)
 
 
 def _ranking(rows: list[dict]) -> list[str]:
-    head = f"{'#':>2}  {'verdict':<11} {'floor x':>8} {'end x':>8} {'improve':>8}  run"
-    out = ["Ranking against the baseline (best first)", head, "-" * len(head)]
+    head = (f"{'#':>2}  {'verdict':<11} {'reached':>7} {'at step':>8} {'floor x':>8} {'end x':>8} "
+            f"{'eval x':>7} {'improve':>8}  run")
+    out = ["Ranking against the baseline (best first; by eval loss where both sides log it)",
+           head, "-" * len(head)]
     for i, row in enumerate(rows, 1):
-        out.append(f"{i:>2}  {row['verdict']:<11} {_num(row, 'floor_ratio', '8.2f')} "
-                   f"{_num(row, 'end_ratio', '8.2f')} {_num(row, 'improvement', '8.1%')}  {row['run']}")
+        out.append(f"{i:>2}  {row['verdict']:<11} {_num(row, 'reached', '7.0%')} {_num(row, 'step', '8g')} "
+                   f"{_num(row, 'floor_ratio', '8.2f')} {_num(row, 'end_ratio', '8.2f')} "
+                   f"{_num(row, 'eval_end_ratio', '7.2f')} {_num(row, 'improvement', '8.1%')}  {row['run']}")
     return [*out, ""]
 
 

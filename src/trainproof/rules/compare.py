@@ -1,113 +1,98 @@
-"""Compare rules: a run judged against a known-good baseline of the same task. They
-catch what no single curve can - a run that learns, just far worse than it should
-(shuffled labels, a broken tokenizer, the wrong data)."""
+"""Compare rules on the training loss: a run judged against a known-good baseline of the
+same task, at the same steps. They catch what no single curve can - a run that learns,
+just far worse than it should (shuffled labels, a broken tokenizer, the wrong data) -
+and say of a run still in progress whether it is on track at the step it reached.
+How the sides are aligned and how noise is measured lives in compare_align.py; eval
+loss, learning rate and step time are judged in compare_eval.py."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
 from trainproof import stats
-from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
+from trainproof.model import Finding, Level, Location, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.run import loss_blocks
+from trainproof.rules.compare_align import EDGE, MIN_POINTS, Pair, Side, Track, reached
+
+__all__ = ["BAD_BASELINE", "Pair", "comparable", "ranking_row", "sides"]
 
 G = "compare"
+_EDGE = EDGE  # the start/end windows every loss ratio below reads
 
-
-@dataclass(frozen=True)
-class Side:
-    """One side's loss as every compare rule reads it, measured once."""
-
-    start: float  # median of the first k points
-    end: float  # median of the last k points
-    k: int
-    floor: float  # lowest block median (TP-DIVERGE's blocks)
-    floor_step: float
-
-
-@dataclass(frozen=True)
-class Pair:
-    baseline: Run
-    run: Run
-
-    @cached_property
-    def sides(self) -> tuple[Side, Side] | Skip:
-        """(baseline, run) summaries, or why the ratio checks cannot run."""
-        why = comparable(self)
-        if why is not None:
-            return Skip(SkipKind.DEGENERATE, why)
-        return _side(self.baseline), _side(self.run)
-
-
-def _positive_loss(run: Run) -> Series | None:
-    s = run.get("loss")
-    if s is None:
-        return None
-    f = s.finite_only()
-    return f if len(f) >= 2 and f.values.min() > 0 else None
+GAP = Threshold(
+    3, "noise widths",
+    "The run's end and the baseline's at the same step are fixed positions, not the lowest of "
+    "many blocks (TP-DIVERGE's floor, biased low, needs 4): a one-sided 3-width gap is "
+    "crossed by noise about once in 700 comparisons. A width is the standard error of the "
+    "difference of the two end medians from the logs' own batch noise, or the spread of "
+    "several baselines' ends when that is wider (seeds differ by more than batches do); the "
+    "gap is counted from the top of that envelope (the baseline itself when there is one).")
+MIN_GAIN = Threshold(
+    3, "noise widths",
+    "The baseline's own start-to-end gain sets the scale of the share rules only once it is "
+    "larger than its batch noise; in warm-up or a short overlap it is not, and a share of "
+    "noise is noise.")
 
 
 def comparable(pair: Pair) -> str | None:
-    """Why the pair cannot be compared at all, or None when it can."""
-    for side, r in (("baseline", pair.baseline), ("run", pair.run)):
-        if _positive_loss(r) is None:
-            return f"{side} {r.path} has no positive finite loss series of 2+ points"
-    return None
+    """Why the loss ratios cannot be taken for this pair, or None when they can."""
+    t = pair.loss
+    return t if isinstance(t, str) else None
 
 
-def _side(run: Run) -> Side:
-    s = _positive_loss(run)
-    assert s is not None  # what comparable() checked
-    start, end, k = edge_medians(s)
-    floor, step = _floor(s)
-    return Side(start, end, k, floor, step)
+def sides(pair: Pair) -> tuple[Side, Side, Track] | Skip:
+    """(baseline, run) loss summaries over the aligned steps, and the track they come from."""
+    t = pair.loss
+    if isinstance(t, str):
+        return Skip(SkipKind.TOO_FEW if "needs" in t else SkipKind.DEGENERATE, t)
+    return t.side(t.base), t.side(t.run), t
 
 
-def _collapse_step(s: Series, min_tail: int) -> float | None:
+def _collapse_step(s: Series, min_tail: int, grad: Series | None = None) -> float | None:
     """Step from which the loss is non-finite, or exactly 0 after positive values (the
-    zeros HF's logging_nan_inf_filter writes for NaN losses), through to the end."""
+    zeros HF's logging_nan_inf_filter writes for NaN losses), through to the end. A point
+    logged where grad_norm is non-finite is such a hidden NaN however short the tail (the
+    filter logs 0.0, or an average standing in for the NaN losses): the rest of a run in
+    progress has not been logged yet."""
     v = s.values
-    bad = ~np.isfinite(v) | (v == 0.0)
-    if not bad[-1] or bad.all():
+    bad = ~np.isfinite(v)
+    if grad is not None:
+        bad |= np.isin(s.steps, grad.steps[~np.isfinite(grad.values)])
+    zero = v == 0.0
+    tail_bad = bad | zero
+    if not tail_bad[-1]:
         return None
-    start = len(v) - int(np.argmin(bad[::-1]))  # first index of the trailing bad run
-    tail = v[start:]
-    if np.isfinite(tail).all() and tail.size < min_tail:
+    start = 0 if tail_bad.all() else len(v) - int(np.argmin(tail_bad[::-1]))
+    if not bad[start:].any() and np.count_nonzero(zero[start:]) < min_tail:
         return None  # a few zero batches are not a collapse
+    if start == 0 and not bad.any():
+        return None  # all zero from the start: TP-ZERO-LOSS's finding, not a collapse
     return float(s.steps[start])
 
 
-def _floor(s: Series) -> tuple[float, float]:
-    b = loss_blocks(s)
-    i = int(b.medians.argmin())
-    return float(b.medians[i]), float(b.steps[i])
-
-
-_EDGE = {
-    "edge_points": Threshold(5, "points", "Start and end are medians of 5 points, as in 0.17.0: "
-                             "one batch cannot decide."),
-    "edge_fraction": Threshold(0.02, "of points", "On long logs the windows grow with the log "
-                               "so noise cannot decide."),
-}
-
-
-def edge_medians(s: Series) -> tuple[float, float, int]:
-    """Start and end medians as the compare rules take them."""
-    k = stats.edge_window(len(s), int(_EDGE["edge_points"].value), _EDGE["edge_fraction"].value)
-    k = min(k, len(s) // 2) or 1
-    return stats.robust_median(s.values[:k]), stats.robust_median(s.values[-k:]), k
+def _collapse_what(tail: np.ndarray) -> str:
+    if not np.isfinite(tail).all():
+        return "NaN/Inf"
+    if (tail == 0.0).any():
+        return "exactly 0 (HF's NaN filter)"
+    return "logged beside a non-finite grad_norm (HF's NaN filter stands in for NaN losses)"
 
 
 def ranking_row(pair: Pair) -> dict[str, object]:
-    """The numbers of the N-way table for one comparable pair."""
-    if isinstance(pair.sides, Skip):
-        return {"run": pair.run.path}
-    b, r = pair.sides
-    return {"run": pair.run.path, "floor": r.floor, "end": r.end, "floor_ratio": r.floor / b.floor,
-            "end_ratio": r.end / b.end, "improvement": (r.start - r.end) / r.start}
+    """The numbers of the N-way table for one pair: how far the run got, its loss ratios
+    over the aligned steps, and its eval end ratio where both sides log eval loss."""
+    row: dict[str, object] = {"run": pair.run.path}
+    if pair.progress is not None:
+        row["reached"] = reached(*pair.progress)
+    got = sides(pair)
+    if not isinstance(got, Skip):
+        b, r, t = got
+        row.update(step=float(t.steps[-1]), floor=r.floor, end=r.end, floor_ratio=r.floor / b.floor,
+                    end_ratio=r.end / b.end, improvement=(r.start - r.end) / r.start)
+    ev = pair.eval
+    if not isinstance(ev, str):
+        row["eval_end_ratio"] = ev.side(ev.run, blocks=False).end / ev.side(ev.base, blocks=False).end
+    return row
 
 
 def _loc(pair: Pair, step: float | None = None) -> Location:
@@ -119,12 +104,14 @@ END_NONFINITE = rule(
     title="The run's loss ends in NaN/Inf (or the NaN filter's zeros); the baseline's does not.",
     evidence="run loss is {what} from step {step} to the end ({n} points); baseline ends at {base_end}",
     summary="The run's loss collapsed to non-finite values, or to the exact zeros HF logs for them, "
-    "while the baseline finished with a finite loss.",
+    "while the baseline finished with a finite loss. A run that is NaN from its first point "
+    "FAILs here too.",
     why="No ratio can be taken against NaN, yet a run that ends in NaN is as far from its "
     "baseline as a run can be; calling the pair uncomparable would hide the worst case.",
     fix="Run `trainproof epoch` on the run: TP-NAN, TP-NAN-GRAD or TP-ZERO-LOSS-ONSET say where it broke.",
     thresholds={"min_tail": Threshold(5, "points", "As TP-ZERO-LOSS-ONSET: a few zero batches are "
-                                      "not a collapse; any non-finite end is.")},
+                                      "not a collapse; any non-finite end is, and so is a zero "
+                                      "logged where grad_norm is NaN (HF's NaN filter at work).")},
     fires=Example({"baseline": {"loss": [2.0, 1.8, 1.6, 1.5, 1.4]},
                    "run": {"loss": [2.0, 1.9, 5.0, 0.0, 0.0, 0.0, 0.0, 0.0]}}),
     passes=Example({"baseline": {"loss": [2.0, 1.8, 1.6, 1.5, 1.4]},
@@ -134,30 +121,113 @@ END_NONFINITE = rule(
 
 @check("nonfinite-end", END_NONFINITE)
 def nonfinite_end(pair: Pair) -> list[Finding] | Skip:
-    r, b = pair.run.get("loss"), pair.baseline.get("loss")
-    if r is None or b is None:
+    r = pair.run.get("loss")
+    bs = [b.get("loss") for b in pair.baselines]
+    if r is None or any(b is None for b in bs):
         return Skip(SkipKind.NO_DATA, "loss missing on one side")
-    if _collapse_step(b, int(END_NONFINITE.t("min_tail"))) is not None:
-        return Skip(SkipKind.DEGENERATE, "the baseline's own loss ends non-finite")
-    step = _collapse_step(r, int(END_NONFINITE.t("min_tail")))
+    tail = int(END_NONFINITE.t("min_tail"))
+    for base, b in zip(pair.baselines, bs, strict=True):
+        if b is not None and _collapse_step(b, tail, base.get("grad_norm")) is not None:
+            return Skip(SkipKind.DEGENERATE, f"the baseline {base.path}'s own loss ends non-finite")
+    step = _collapse_step(r, tail, pair.run.get("grad_norm"))
     if step is None:
         return []
-    tail = r.values[r.steps >= step]
-    what = "exactly 0 (HF's NaN filter)" if np.isfinite(tail).all() else "NaN/Inf"
-    base_end = float(b.finite_only().values[-1])
-    return [END_NONFINITE.finding(_loc(pair, step), what=what, step=step, n=int(tail.size), base_end=base_end)]
+    end = r.values[r.steps >= step]
+    what = _collapse_what(end)
+    base_end = float(bs[0].finite_only().values[-1]) if bs[0] is not None and len(bs[0].finite_only()) else "nan"
+    return [END_NONFINITE.finding(_loc(pair, step), what=what, step=step, n=int(end.size), base_end=base_end)]
+
+
+PARTIAL = rule(
+    id="TP-CMP-PARTIAL", level=Level.INFO, group=G,
+    title="Judged over the steps the run and the baseline share, not against the baseline's end.",
+    evidence="the run reached step {run_last} ({reached:.0%} of the baseline's {base_last}); every "
+    "loss ratio is taken at steps {first}..{step}, the baseline interpolated at the run's steps, "
+    "so the verdict says whether the run is on track at step {step}",
+    summary="The run and the baseline end at different steps (a run still in progress, or one "
+    "longer than its baseline); the comparison covers the steps both logged.",
+    why="A run at 10 % of its schedule has not had the baseline's 100 % to learn; comparing it "
+    "with the baseline's end calls every healthy run in progress a failure.",
+    fix="Nothing to fix. Compare again when the run has gone further; the verdict then covers more.",
+    fires=Example({"baseline": {"loss": [2.0, 1.8, 1.6, 1.5, 1.4, 1.35, 1.3, 1.28]},
+                   "run": {"loss": [2.0, 1.82, 1.61, 1.5, 1.41]}}),
+    passes=Example({"baseline": {"loss": [2.0, 1.8, 1.6, 1.5, 1.4]},
+                    "run": {"loss": [2.0, 1.82, 1.61, 1.5, 1.41]}}),
+)
+
+
+@check("progress", PARTIAL)
+def progress(pair: Pair) -> list[Finding] | Skip:
+    got = sides(pair)
+    if pair.progress is None or isinstance(got, Skip):
+        return Skip(SkipKind.NO_DATA, "no aligned loss on both sides")
+    run_last, base_last = pair.progress
+    if run_last == base_last:
+        return []
+    t = got[2]
+    return [PARTIAL.finding(_loc(pair, float(t.steps[-1])), run_last=run_last, base_last=base_last,
+                            reached=reached(run_last, base_last), first=float(t.steps[0]),
+                            step=float(t.steps[-1]))]
+
+
+OFF_TRACK = rule(
+    id="TP-LOSS-OFF-TRACK", level=Level.FAIL, group=G,
+    title="At the step the run reached, its loss sits far above the baseline's at that step.",
+    evidence="at step {step} the run's loss {run_end} is {ratio:.2f}x the baseline's {base_end} "
+    "(> {limit_min_ratio}x), {gap:.1f} noise widths above it (> {limit_gap}; a width is "
+    "{width:.2%} in log loss, from {how}; medians of the last {k} aligned points)",
+    summary="Measured at the same step, the run's loss is above the baseline's (or above the "
+    "envelope of several baselines) by more than its noise and by more than seeds differ.",
+    why="This is the question a running job is compared for: is it where a known-good run was "
+    "at this step? A run that is off track early (a learning rate that wrecked the pretrained "
+    "weights, labels that do not match the inputs) will not catch up by itself.",
+    fix="Diff the run's learning rate, data and labels against the baseline's; stop the job "
+    "rather than pay for the rest of it.",
+    thresholds={
+        "gap": GAP,
+        "min_ratio": Threshold(1.05, "x baseline at the same step",
+                               "Seeds of one recipe differ in init and batch order and end within "
+                               "a few percent of each other; a gap the batch noise calls real but "
+                               "under 5 % is seed variation, not a broken run."),
+        "min_points": MIN_POINTS, **_EDGE,
+    },
+    fires=Example({"baseline": {"loss": [5.5, 5.4, 5.45, 5.3, 5.35, 5.2, 5.25, 5.1, 5.15, 5.0]},
+                   "run": {"loss": [5.5, 6.6, 6.5, 6.55, 6.4, 6.45, 6.3, 6.35, 6.2, 6.25]}}),
+    passes=Example({"baseline": {"loss": [5.5, 5.4, 5.45, 5.3, 5.35, 5.2, 5.25, 5.1, 5.15, 5.0]},
+                    "run": {"loss": [5.5, 5.42, 5.4, 5.33, 5.3, 5.22, 5.2, 5.12, 5.1, 5.03]}}),
+)
+
+
+@check("off-track", OFF_TRACK)
+def off_track(pair: Pair) -> list[Finding] | Skip:
+    got = sides(pair)
+    if isinstance(got, Skip):
+        return got
+    _, r, t = got
+    lo, hi = t.envelope()
+    width, how = t.width()
+    ratio = r.end / hi
+    gap = float(np.log(ratio) / width) if width > 0 else float("inf")
+    if ratio > OFF_TRACK.t("min_ratio") and gap > OFF_TRACK.t("gap"):
+        step = float(t.steps[-1])
+        return [OFF_TRACK.finding(_loc(pair, step), step=step, run_end=r.end, base_end=hi, ratio=ratio,
+                                  gap=gap, width=width, how=how, k=r.k, base_low=lo)]
+    return []
 
 
 FLOOR_RATIO = rule(
     id="TP-FLOOR-RATIO", level=Level.FAIL, group=G,
     title="Loss floor is far above the baseline's.",
-    evidence="run floor {run_floor} vs baseline floor {base_floor} (ratio {ratio:.2f}x > {limit_ratio})",
-    summary="The best loss the run reached is a multiple of the best loss the baseline reached.",
+    evidence="run floor {run_floor} vs baseline floor {base_floor} over steps {first}..{step} "
+    "(ratio {ratio:.2f}x > {limit_ratio})",
+    summary="The best loss the run reached is a multiple of the best loss the baseline reached "
+    "over the same steps.",
     why="Same task, same model, several times the achievable loss: the run learns something, "
     "but not the task - shuffled labels, a wrong tokenizer, corrupted data.",
     fix="Diff the run's data pipeline and config against the baseline's.",
     thresholds={"ratio": Threshold(2.0, "x baseline floor", "Seeds of one healthy config "
-                                   "differ by a few percent; 2x is a different regime.")},
+                                   "differ by a few percent; 2x is a different regime."),
+                "min_points": MIN_POINTS},
     fires=Example({"baseline": {"loss": [1.5, 1.2, 1.0, 0.95, 0.94]},
                    "run": {"loss": [15.0, 9.0, 6.0, 5.7, 5.6]}}),
     passes=Example({"baseline": {"loss": [1.5, 1.2, 1.0, 0.95, 0.94]},
@@ -167,27 +237,28 @@ FLOOR_RATIO = rule(
 
 @check("floor-ratio", FLOOR_RATIO)
 def floor_ratio(pair: Pair) -> list[Finding] | Skip:
-    if isinstance(pair.sides, Skip):
-        return pair.sides
-    b, r = pair.sides
+    got = sides(pair)
+    if isinstance(got, Skip):
+        return got
+    b, r, t = got
     ratio = r.floor / b.floor
     if ratio > FLOOR_RATIO.t("ratio"):
         return [FLOOR_RATIO.finding(_loc(pair, r.floor_step), run_floor=r.floor, base_floor=b.floor,
-                                    ratio=ratio)]
+                                    ratio=ratio, first=float(t.steps[0]), step=float(t.steps[-1]))]
     return []
 
 
 END_RATIO = rule(
     id="TP-END-RATIO", level=Level.FAIL, group=G,
     title="End loss is far above the baseline's.",
-    evidence="run end {run_end} vs baseline end {base_end} (medians of the last {k} points; "
-    "ratio {ratio:.2f}x > {limit_ratio})",
-    summary="Where the run finished is a multiple of where the baseline finished.",
+    evidence="run end {run_end} vs baseline {base_end} at step {step} (medians of the last {k} "
+    "aligned points; ratio {ratio:.2f}x > {limit_ratio})",
+    summary="Where the run got to is a multiple of where the baseline was at the same step.",
     why="The result you would ship is several times worse than the one you know is achievable.",
     fix="Look for what differs from the baseline: learning rate, data, precision, seed-only "
     "changes should not do this.",
     thresholds={"ratio": Threshold(2.0, "x baseline end", "As for the floor: 2x is outside "
-                                   "seed-to-seed variation."), **_EDGE},
+                                   "seed-to-seed variation."), **_EDGE, "min_points": MIN_POINTS},
     fires=Example({"baseline": {"loss": [1.5, 1.2, 1.1, 1.08, 1.06]},
                    "run": {"loss": [1.4, 3.0, 6.0, 7.4, 7.5]}}),
     passes=Example({"baseline": {"loss": [1.5, 1.2, 1.1, 1.08, 1.06]},
@@ -197,22 +268,32 @@ END_RATIO = rule(
 
 @check("end-ratio", END_RATIO)
 def end_ratio(pair: Pair) -> list[Finding] | Skip:
-    if isinstance(pair.sides, Skip):
-        return pair.sides
-    b, r = pair.sides
+    got = sides(pair)
+    if isinstance(got, Skip):
+        return got
+    b, r, t = got
     ratio = r.end / b.end
     if ratio > END_RATIO.t("ratio"):
-        return [END_RATIO.finding(_loc(pair), run_end=r.end, base_end=b.end, ratio=ratio,
-                                  k=r.k if r.k == b.k else f"{r.k}/{b.k}")]
+        step = float(t.steps[-1])
+        return [END_RATIO.finding(_loc(pair, step), run_end=r.end, base_end=b.end, ratio=ratio,
+                                  k=r.k, step=step)]
     return []
+
+
+def _gain_in_widths(t: Track, b: Side) -> float:
+    """The baseline's own start-to-end gain over the aligned steps, in its noise widths."""
+    se = t.change_se(t.base_sigma)
+    return float(np.log(b.start / b.end) / se) if se > 0 else float("inf")
 
 
 END_EXCESS = rule(
     id="TP-END-EXCESS", level=Level.FAIL, group=G,
     title="The run ended far above the baseline, measured in the baseline's own progress.",
-    evidence="run end {run_end} vs baseline end {base_end}: {excess} higher, {share:.2f} of everything "
-    "the baseline gained ({base_start} -> {base_end}; > {limit_share}) and {ratio:.2f}x its end (> {limit_min_ratio})",
-    summary="The run finished more than half of the baseline's whole improvement above the baseline's end.",
+    evidence="at step {step} run {run_end} vs baseline {base_end}: {excess} higher, {share:.2f} of "
+    "everything the baseline gained by then ({base_start} -> {base_end}; > {limit_share}) and "
+    "{ratio:.2f}x its loss (> {limit_min_ratio})",
+    summary="The run sits more than half of the baseline's improvement (over the same steps) "
+    "above the baseline.",
     why="A ratio of 2 only suits losses that can fall several-fold. When a recipe moves the loss "
     "from 5.45 to 4.87, a run that ends at 5.9 has lost more than all of it, yet sits at 1.2x. "
     "The baseline's own start-to-end gain is the scale the task itself sets.",
@@ -224,6 +305,7 @@ END_EXCESS = rule(
         "min_ratio": Threshold(1.1, "x baseline end",
                                "Keeps a baseline that barely improved from making small differences "
                                "look large; healthy seeds end within 1.02x of each other."),
+        "min_gain": MIN_GAIN,
     },
     fires=Example({"baseline": {"loss": [5.45, 5.4, 5.3, 5.2, 5.1, 5.0, 4.95, 4.9, 4.88, 4.87]},
                    "run": {"loss": [5.55, 6.9, 6.6, 6.4, 6.2, 6.1, 6.0, 5.95, 5.9, 5.9]}}),
@@ -234,50 +316,56 @@ END_EXCESS = rule(
 
 @check("end-excess", END_EXCESS)
 def end_excess(pair: Pair) -> list[Finding] | Skip:
-    if isinstance(pair.sides, Skip):
-        return pair.sides
-    b, r = pair.sides
+    got = sides(pair)
+    if isinstance(got, Skip):
+        return got
+    b, r, t = got
     bs, be, re_ = b.start, b.end, r.end
     gain = bs - be
-    if gain <= 0:
-        return Skip(SkipKind.DEGENERATE, "the baseline did not improve; its progress sets no scale")
+    if gain <= 0 or _gain_in_widths(t, b) < END_EXCESS.t("min_gain"):
+        return Skip(SkipKind.DEGENERATE, f"the baseline had not improved beyond its noise by step "
+                    f"{t.steps[-1]:g}; its progress sets no scale yet")
     share, ratio = (re_ - be) / gain, re_ / be
     if share > END_EXCESS.t("share") and ratio > END_EXCESS.t("min_ratio"):
-        return [END_EXCESS.finding(_loc(pair), run_end=re_, base_end=be, base_start=bs, excess=re_ - be,
-                                   share=share, ratio=ratio)]
+        step = float(t.steps[-1])
+        return [END_EXCESS.finding(_loc(pair, step), run_end=re_, base_end=be, base_start=bs,
+                                   excess=re_ - be, share=share, ratio=ratio, step=step)]
     return []
 
 
 NEG_IMPROVE = rule(
     id="TP-NEG-IMPROVE", level=Level.FAIL, group=G,
     title="The run got worse from start to end.",
-    evidence="start {start} -> end {end} (medians of {k} points), while the baseline went "
-    "{base_start} -> {base_end}",
-    summary="The run's end loss is above its start loss while the baseline improved.",
+    evidence="start {start} -> end {end} at step {step} (medians of {k} points; {gap:.1f} noise "
+    "widths, > {limit_gap}), while the baseline went {base_start} -> {base_end} over the same steps",
+    summary="The run's loss rose from its start by more than its noise while the baseline's fell.",
     why="Training made the model worse than its initialisation; whatever it is doing is not "
     "the task.",
     fix="Lower the learning rate; check precision (fp16 overflow) and data.",
     thresholds={"min_worsening": Threshold(0.05, "of the run's start",
                                            "Within 5 % a run has not moved either way (TP-IMPROVE-"
                                            "DEFICIT's ground): an lr=0 run ends 0.4 % above its start "
-                                           "on batch noise alone.")},
-    fires=Example({"baseline": {"loss": [1.5, 1.3, 1.2, 1.1, 1.0]},
-                   "run": {"loss": [1.4, 2.0, 4.0, 6.0, 7.0]}}),
-    passes=Example({"baseline": {"loss": [1.5, 1.3, 1.2, 1.1, 1.0]},
-                    "run": {"loss": [1.5, 1.35, 1.2, 1.15, 1.05]}}),
+                                           "on batch noise alone."),
+                "gap": GAP},
+    fires=Example({"baseline": {"loss": [1.5, 1.4, 1.3, 1.25, 1.2, 1.15, 1.1, 1.05, 1.02, 1.0]},
+                   "run": {"loss": [1.4, 1.3, 1.5, 2.0, 2.6, 3.5, 4.4, 5.5, 6.4, 7.0]}}),
+    passes=Example({"baseline": {"loss": [1.5, 1.4, 1.3, 1.25, 1.2, 1.15, 1.1, 1.05, 1.02, 1.0]},
+                    "run": {"loss": [1.5, 1.42, 1.3, 1.26, 1.2, 1.16, 1.1, 1.06, 1.03, 1.01]}}),
 )
 
 IMPROVE_DEFICIT = rule(
     id="TP-IMPROVE-DEFICIT", level=Level.FAIL, group=G,
     title="The run improved far less than the baseline.",
-    evidence="run improved {run_imp:.1%} vs baseline {base_imp:.1%} ({share:.2f} of the "
-    "baseline's < {limit_share})",
-    summary="The run's relative start-to-end improvement is a small fraction of the baseline's.",
+    evidence="by step {step} the run improved {run_imp:.1%} vs the baseline's {base_imp:.1%} "
+    "({share:.2f} of the baseline's < {limit_share}; the baseline's gain is {gain:.1f} noise widths)",
+    summary="The run's relative start-to-end improvement is a small fraction of the baseline's "
+    "over the same steps.",
     why="A run that barely moves while the same recipe moved a lot is not training: lr 0, "
     "frozen weights, a scheduler stuck in warm-up.",
     fix="Compare the logged lr and the trainable parameter count with the baseline's.",
     thresholds={"share": Threshold(0.25, "of the baseline's improvement", "Seeds of one "
-                                   "healthy config improve within 2x of each other.")},
+                                   "healthy config improve within 2x of each other."),
+                "min_gain": MIN_GAIN},
     fires=Example({"baseline": {"loss": [1.5, 1.4, 1.3, 1.2, 1.1, 1.0, 1.0, 0.95, 0.94, 0.94]},
                    "run": {"loss": [1.52, 1.50, 1.51, 1.49, 1.50, 1.50, 1.49, 1.48, 1.49, 1.49]}}),
     passes=Example({"baseline": {"loss": [1.5, 1.4, 1.3, 1.2, 1.1, 1.0, 1.0, 0.95, 0.94, 0.94]},
@@ -287,26 +375,35 @@ IMPROVE_DEFICIT = rule(
 
 @check("improvement", NEG_IMPROVE, IMPROVE_DEFICIT)
 def improvement(pair: Pair) -> list[Finding] | Skip:
-    if isinstance(pair.sides, Skip):
-        return pair.sides
-    b, r = pair.sides
+    got = sides(pair)
+    if isinstance(got, Skip):
+        return got
+    b, r, t = got
     bs, be, rs, re_, k = b.start, b.end, r.start, r.end, r.k
+    step = float(t.steps[-1])
     base_imp, run_imp = (bs - be) / bs, (rs - re_) / rs
-    if re_ > rs * (1 + NEG_IMPROVE.t("min_worsening")) and base_imp > 0:
-        return [NEG_IMPROVE.finding(_loc(pair), start=rs, end=re_, k=k, base_start=bs, base_end=be)]
-    if base_imp <= 0:
-        return Skip(SkipKind.DEGENERATE, "the baseline did not improve; relative improvement is meaningless")
+    se = t.change_se(t.run_sigma)
+    worse = float(np.log(re_ / rs) / se) if se > 0 else float("inf")
+    if re_ > rs * (1 + NEG_IMPROVE.t("min_worsening")) and worse > NEG_IMPROVE.t("gap") and base_imp > 0:
+        return [NEG_IMPROVE.finding(_loc(pair, step), start=rs, end=re_, k=k, base_start=bs,
+                                    base_end=be, step=step, gap=worse)]
+    gain = _gain_in_widths(t, b) if base_imp > 0 else 0.0
+    if gain < IMPROVE_DEFICIT.t("min_gain"):
+        return Skip(SkipKind.DEGENERATE, f"the baseline had not improved beyond its noise by step "
+                    f"{step:g}; relative improvement is meaningless")
     share = run_imp / base_imp
     if share < IMPROVE_DEFICIT.t("share"):
-        return [IMPROVE_DEFICIT.finding(_loc(pair), run_imp=run_imp, base_imp=base_imp, share=share)]
+        return [IMPROVE_DEFICIT.finding(_loc(pair, step), run_imp=run_imp, base_imp=base_imp,
+                                        share=share, step=step, gain=gain)]
     return []
 
 
 GRADNORM_RATIO = rule(
     id="TP-GRADNORM-RATIO", level=Level.WARN, group=G,
     title="Gradient norms are far above the baseline's.",
-    evidence="run median grad_norm {run_med} vs baseline {base_med} ({ratio:.2f}x > {limit_ratio})",
-    summary="The run's typical gradient norm is a multiple of the baseline's.",
+    evidence="run median grad_norm {run_med} vs baseline {base_med} up to step {step} "
+    "({ratio:.2f}x > {limit_ratio})",
+    summary="The run's typical gradient norm is a multiple of the baseline's over the same steps.",
     why="Persistently large gradients mean a sharper, less stable optimisation than the "
     "recipe is known to produce.",
     fix="Check the learning rate, loss scaling and clipping against the baseline's config.",
@@ -319,18 +416,39 @@ GRADNORM_RATIO = rule(
 )
 
 
+def _upto(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    return values[keep] if keep.any() else values
+
+
+def shared_medians(pair: Pair, name: str) -> tuple[float, float, float] | Skip:
+    """(run median, highest baseline median, run's last step) of a metric over the steps
+    both sides logged: the run from the baselines' first step, the baselines up to the
+    run's last (the top of several baselines, so seed spread is not called a regression)."""
+    r = pair.run.get(name)
+    bs = [b.get(name) for b in pair.baselines]
+    if r is None or any(b is None for b in bs):
+        return Skip(SkipKind.NO_DATA, f"{name} missing on one side")
+    rf = r.finite_only()
+    fs = [b.finite_only() for b in bs if b is not None]
+    if not len(rf) or not all(len(f) for f in fs):
+        return Skip(SkipKind.DEGENERATE, f"no finite {name} on one side")
+    first, last = max(float(f.steps[0]) for f in fs), float(rf.steps[-1])
+    run_med = stats.robust_median(_upto(rf.values, rf.steps >= first))
+    base_med = max(stats.robust_median(_upto(f.values, f.steps <= last)) for f in fs)
+    return run_med, base_med, last
+
+
 @check("gradnorm-ratio", GRADNORM_RATIO)
 def gradnorm_ratio(pair: Pair) -> list[Finding] | Skip:
-    gb, gr = pair.baseline.get("grad_norm"), pair.run.get("grad_norm")
-    if gb is None or gr is None:
-        return Skip(SkipKind.NO_DATA, "grad_norm missing on one side")
-    bm = stats.robust_median(gb.finite_only().values)
-    rm = stats.robust_median(gr.finite_only().values)
+    got = shared_medians(pair, "grad_norm")
+    if isinstance(got, Skip):
+        return got
+    rm, bm, step = got
     if not bm > 0 or not np.isfinite(rm):
         return Skip(SkipKind.DEGENERATE, "no positive finite grad_norm median on one side")
     ratio = rm / bm
     if ratio > GRADNORM_RATIO.t("ratio"):
-        return [GRADNORM_RATIO.finding(_loc(pair), run_med=rm, base_med=bm, ratio=ratio)]
+        return [GRADNORM_RATIO.finding(_loc(pair), run_med=rm, base_med=bm, ratio=ratio, step=step)]
     return []
 
 
