@@ -20,6 +20,7 @@ from trainproof.probes.vocab import Vocabulary, find_vocabulary
 from trainproof.rules.vocab import START_ABOVE_CHANCE
 
 GALLERY = ROOT / "examples" / "gallery"
+GALLERY2 = ROOT / "examples" / "gallery2"  # tiny Llama, vocab 1024, untied head; never tuned on
 SCRATCH = ROOT / "tests" / "fixtures" / "vocab"
 EXPECTED = json.loads((SCRATCH / "expected.json").read_text())
 CONFIGS = sorted(p.name for p in GALLERY.iterdir() if p.is_dir())
@@ -35,17 +36,18 @@ def verdict(run_cli, log: Path, *extra) -> tuple[str, set[str], dict]:
     return rep["verdict"], bad, rep
 
 
-def gallery_with_config(tmp_path: Path, config: str, seed: str) -> Path:
+def gallery_with_config(tmp_path: Path, config: str, seed: str, gallery: Path = GALLERY) -> Path:
     """The gallery run beside the config.json its Trainer's save would have written:
-    the model dict of run_meta.json (GPT2Config defaults otherwise, init std 0.02)."""
-    meta = json.loads((GALLERY / config / "run_meta.json").read_text())["model"]
-    d = tmp_path / config / (seed or "seed42")
+    the model dict of run_meta.json (the config class's defaults otherwise, init std 0.02)."""
+    meta = json.loads((gallery / config / "run_meta.json").read_text())["model"]
+    d = tmp_path / gallery.name / config / (seed or "seed42")
     d.mkdir(parents=True)
-    shutil.copy(GALLERY / config / seed / "trainer_state.json", d)
-    (d / "config.json").write_text(json.dumps({
-        "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": meta["vocab"],
-        "n_embd": meta["n_embd"], "n_layer": meta["n_layer"], "n_head": meta["n_head"],
-        "n_positions": meta["block_tokens"]}))
+    shutil.copy(gallery / config / seed / "trainer_state.json", d)
+    if "n_embd" in meta:
+        doc = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": meta["n_embd"]}
+    else:
+        doc = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": meta["hidden_size"]}
+    (d / "config.json").write_text(json.dumps({**doc, "vocab_size": meta["vocab"]}))
     return d / "trainer_state.json"
 
 
@@ -77,6 +79,23 @@ def test_gallery_with_its_config_json_bad_labels_fails_and_nothing_else_moves(ru
         assert f["values"]["start"] > f["values"]["max_start"]
     else:
         assert (after, after_ids) == (before, before_ids)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("config", CONFIGS)
+def test_out_of_sample_gallery2_only_bad_labels_fails_from_it(run_cli, tmp_path, config, seed):
+    """gallery2 (tiny Llama, vocab 1024, ln V 6.93) was never looked at while the rule was
+    written. With its config.json bad_labels FAILs on every seed; the nan runs, whose first
+    logged window is already inside the blow-up (7.1-7.8, then 16-19), do not, because
+    their loss climbs above its start. With --vocab-size alone only bad_labels may fire."""
+    before, before_ids, _ = verdict(run_cli, GALLERY2 / config / seed / "trainer_state.json")
+    after, after_ids, _ = verdict(run_cli, gallery_with_config(tmp_path, config, seed, GALLERY2))
+    only_v, only_v_ids, _ = verdict(run_cli, GALLERY2 / config / seed / "trainer_state.json", "--vocab-size", "1024")
+    if config == "bad_labels":
+        assert ID in after_ids and after == "FAIL"
+    else:
+        assert (after, after_ids) == (before, before_ids)
+        assert (only_v, only_v_ids) == (before, before_ids)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -114,6 +133,8 @@ def test_the_start_is_the_first_point():
     v = Vocabulary(2048, "tokens", "test", 1024, 0.02, "test")
     assert ID not in {f.rule_id for f in _judge([7.20, 8.83, 10.07, 6.06, 4.10], v).findings}
     assert ID in {f.rule_id for f in _judge([8.9, 7.0, 6.5, 6.0, 5.0], v).findings}
+    # a first logging window already inside a blow-up: the loss climbs past its start
+    assert ID not in {f.rule_id for f in _judge([8.9, 16.5, 8.6, 7.0, 6.0], v).findings}
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -21,16 +21,16 @@ START_ABOVE_CHANCE = rule(
     title="The run starts far above chance for its vocabulary: the targets are not what the model predicts.",
     evidence="first loss {start:.3f} at step {step} > {max_start:.3f} = ln V {ln_v:.3f} "
     "+ {init_excess:.3f} a from-scratch init can add ({init_basis}) + {limit_tolerance} tolerance; "
-    "V = {vocab} {kind} from {vocab_source}",
+    "V = {vocab} {kind} from {vocab_source}; the run never climbs above it (+{climb:.3f} <= "
+    "{limit_max_climb})",
     summary="The first logged loss is above ln V by more than a randomly initialised model's "
-    "logit spread can explain.",
+    "logit spread can explain, and the run never climbs above it.",
     why="Cross-entropy over V classes is ln V for a uniform guess. A random init adds half the "
     "variance of its logits (for logits z_i ~ N(0, s^2) independent of the target, E[logsumexp z "
     "- z_y] is about ln V + s^2/2; after a LayerNorm/RMSNorm the output layer's logits have s^2 = "
     "width x init_std^2). A fine-tune from a pretrained model starts well below ln V. Above both, "
     "the model is confident and its targets disagree with it: labels shuffled, shifted by one "
-    "position twice, or drawn from another tokenizer - or the model was already broken when the "
-    "log began (a log that starts inside a blow-up). The run can still fall and look healthy.",
+    "position twice, or drawn from another tokenizer. The run can still fall and look healthy.",
     fix="Check the label pipeline: the collator's shift (HF causal LMs shift labels inside the "
     "model, so do not shift them yourself), the tokenizer matches the model, and labels are "
     "aligned with inputs after any shuffle or packing.",
@@ -49,6 +49,12 @@ START_ABOVE_CHANCE = rule(
                                "higher-order terms (under 0.05 nat for s^2 <= 1) and a first logged "
                                "point averaged over few tokens. Training only lowers the loss "
                                "from its init value, so no allowance is needed for that."),
+        "max_climb": Threshold(0.5, "nats above the first loss", "A model that starts confidently "
+                               "wrong only gets better at its targets from there: its first loss is "
+                               "its highest, up to batch noise (tenths of a nat). A run whose loss "
+                               "later climbs above its start by more is diverging, and a high first "
+                               "loss is then its first logging window already inside the blow-up "
+                               "(TP-DIVERGE / TP-NAN judge that), not a confidently wrong start."),
         "init_std": Threshold(0.02, "std of output-layer weights", "The initializer_range of GPT-2, "
                               "BERT, Llama and most Hugging Face configs, used when the config names none."),
         "max_width": Threshold(8192, "hidden units", "Assumed when no config gives the width (only "
@@ -71,8 +77,8 @@ START_ABOVE_CHANCE = rule(
     "a tokenizer, the width is assumed to be max_width, so a confidently wrong start less than "
     "about 1.8 nats above ln V passes; a config.json with the width tightens the limit. A first "
     "logged point that averages many steps (HF logging_steps in the tens or hundreds) mixes the "
-    "start with its unlearning and can pass a bad-labels run; a from-scratch run that diverges "
-    "within its first logging window can fire (TP-DIVERGE usually fires with it).",
+    "start with its unlearning and can pass a bad-labels run. A log that begins inside a blow-up "
+    "which then falls (its climb cut off) can fire.",
 )
 
 
@@ -105,9 +111,10 @@ def start_above_chance(run: Run) -> list[Finding] | Skip:
     ln_v = math.log(vocab.size)
     excess, basis = init_excess(vocab)
     max_start = ln_v + excess + START_ABOVE_CHANCE.t("tolerance")
-    if start <= max_start:
+    climb = float(np.max(loss.values[finite])) - start
+    if start <= max_start or climb > START_ABOVE_CHANCE.t("max_climb"):
         return []
     return [START_ABOVE_CHANCE.finding(Location(run.path, step), start=start, step=step, max_start=max_start,
                                        ln_v=ln_v, init_excess=excess, init_basis=basis, vocab=vocab.size,
                                        kind=vocab.kind, vocab_source=vocab.source,
-                                       width=vocab.width or "unknown")]
+                                       width=vocab.width or "unknown", climb=climb)]
