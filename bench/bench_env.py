@@ -39,7 +39,8 @@ def _one(kind: str, path: str) -> None:
             int(torch.isnan(f).sum()), int(torch.isinf(f).sum()), bool(t.any())
     else:
         from trainproof.probes.checkpoint import inspect_checkpoint
-        scan = inspect_checkpoint(path)
+        from trainproof.rules.env import read_caps
+        scan = inspect_checkpoint(path, read_caps())
         assert scan.intact, scan.files[0].detail
     dt = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

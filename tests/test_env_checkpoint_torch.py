@@ -12,6 +12,7 @@ import zipfile
 import pytest
 
 from trainproof.probes.checkpoint import inspect_checkpoint
+from trainproof.rules.env import read_caps
 
 from .test_env_support import finding, ids, report, run_env
 
@@ -61,7 +62,7 @@ def _oracle_table(path):
 
 
 def _our_table(path):
-    scan = inspect_checkpoint(str(path))
+    scan = inspect_checkpoint(str(path), read_caps())
     return {t.name: (t.shape, t.dtype, t.nan, t.inf, t.all_zero) for t in scan.tensors}
 
 

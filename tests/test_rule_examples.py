@@ -3,8 +3,8 @@ from what the code does."""
 
 import pytest
 
-import trainproof.examples  # noqa: F401  (registers the log example runners)
-from trainproof.rules import catalogue, run_example
+from trainproof.examples import run_example
+from trainproof.rules import catalogue
 
 RULES = [r for r in catalogue().values() if r.fires is not None or r.passes is not None]
 

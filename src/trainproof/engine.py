@@ -1,19 +1,24 @@
 """Applies a rule group's checks to a subject and accounts for every check: it ran,
-or it was skipped with a typed reason. Also turns a judged run into a Report with
-its outcome statement (TP-PASS / TP-NO-LOSS / ...)."""
+or it was skipped with a typed reason. Owns every report's outcome statement - the
+PASS / OK / NOT-CHECKED finding and its ran/skipped text - for every scope
+(`state`), as each scope's Statement declares it in rules/; nothing else makes one."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from trainproof.model import Finding, Level, Location, Report, Run, Skip, SkipKind
 from trainproof.rules import checks
-from trainproof.rules import status as S
+from trainproof.rules.base import Statement, statement_for, statements
 from trainproof.rules.compare import BAD_BASELINE, Pair, comparable
+from trainproof.rules.status import CMP_UNCOMPARABLE
+
+# A PASS statement next to any of these would contradict the report's verdict.
+_BLOCKS_PASS = (Level.FAIL, Level.WARN, Level.NOT_CHECKED)
 
 
 @dataclass
@@ -25,13 +30,13 @@ class Outcome:
 
 
 def apply(group: str, subject: Any, only: Iterable[str] | None = None) -> Outcome:
-    """Run every check of `group` on `subject`. A check that raises is recorded as
-    skipped (checker failed) rather than taking the whole report down."""
+    """Run every check of `group` on `subject` (those in `only`, when given; the others
+    are not part of this subject and are not listed). A check that raises is recorded
+    as skipped (checker failed) rather than taking the whole report down."""
     wanted = set(only) if only is not None else None
     out = Outcome()
     for c in checks(group):
         if wanted is not None and c.name not in wanted:
-            out.skipped[c.name] = str(Skip(SkipKind.NOT_REQUESTED, "not requested"))
             continue
         try:
             with np.errstate(all="ignore"):  # inf/NaN ratios are evidence, not warnings
@@ -49,12 +54,74 @@ def apply(group: str, subject: Any, only: Iterable[str] | None = None) -> Outcom
     return out
 
 
-def _joined(names: Iterable[str]) -> str:
-    return ", ".join(names) or "none"
+def ran_text(ran: Iterable[str]) -> str:
+    return ", ".join(sorted(ran)) or "none"
 
 
-def _skipped_text(skipped: dict[str, str]) -> str:
+def skipped_text(skipped: Mapping[str, str]) -> str:
     return "; ".join(f"{k} ({v})" for k, v in sorted(skipped.items())) or "none"
+
+
+def _is_statement(f: Finding) -> bool:
+    return any(f.rule_id in (s.passed.id if s.passed else None, s.nothing_checked.id if s.nothing_checked else None)
+               for s in statements().values())
+
+
+def state(st: Statement, findings: list[Finding], ran: Iterable[str], skipped: Mapping[str, str],
+          counted: bool, values: Mapping[str, Any] | None, loc: Location) -> Finding | None:
+    """The one place an outcome statement is made. `counted`: a check that counts for
+    this scope ran. PASS only when nothing FAILed, WARNed or went unjudged; NOT-CHECKED
+    only when nothing counted ran and nothing FAILed or WARNed."""
+    levels = {f.level for f in findings}
+    text = dict(ran=ran_text(ran), skipped=skipped_text(skipped))
+    if not counted:
+        if st.nothing_checked is None or levels & {Level.FAIL, Level.WARN}:
+            return None
+        return st.nothing_checked.finding(loc, **(values or {}), **text,
+                                          detail=f"every check was skipped: {text['skipped']}")
+    if st.passed is None or values is None or levels & set(_BLOCKS_PASS):
+        return None
+    return st.passed.finding(loc, **values, **text)
+
+
+def judge(scope: str, subject: Any) -> Outcome:
+    """A subject of `scope` judged: its precheck, its checks, its outcome statement."""
+    st = statement_for(scope)
+    early = st.precheck(subject)
+    if early is not None:
+        return Outcome(findings=[early])
+    out = apply(st.group, subject, only=st.checks)
+    counted = bool(out.curves_ran if st.loss_curve_only else out.ran)
+    said = state(st, out.findings, out.ran, out.skipped, counted, st.values(subject), st.where(subject))
+    if said is not None:
+        out.findings.append(said)
+    return out
+
+
+def report(scope: str, judged: Any, /, **base: Any) -> Report:
+    """`judge`, as a Report with the given subject/format/kind/notes fields."""
+    out = judge(scope, judged)
+    return Report(findings=tuple(out.findings), ran=tuple(sorted(out.ran)),
+                  skipped=dict(sorted(out.skipped.items())), **base)
+
+
+def amend(rep: Report, scope: str, extra: Outcome, prefix: str = "") -> Report:
+    """`rep` (a report of `scope`) with another group's outcome added - the compare of
+    doctor --baseline, watch's stall check - and its outcome stated again over all the
+    findings, so a PASS never stands beside a FAIL. Check names get `prefix`."""
+    st = statement_for(scope)
+    old = [f for f in rep.findings if _is_statement(f)]
+    kept = [f for f in rep.findings if not _is_statement(f)] + list(extra.findings)
+    ran = (*rep.ran, *(prefix + c for c in extra.ran))
+    skipped = {**rep.skipped, **{prefix + k: v for k, v in extra.skipped.items()}}
+    if old:
+        counting = {c.name for c in checks(st.group) if c.loss_curve or not st.loss_curve_only}
+        counted = any(c in counting for c in rep.ran)
+        values = {k: v for k, v in old[0].values.items()
+                  if k not in ("ran", "skipped", "detail") and not k.startswith("limit_")}
+        said = state(st, kept, ran, skipped, counted, values, old[0].location)
+        kept += [said] if said is not None else []
+    return replace(rep, findings=tuple(kept), ran=tuple(ran), skipped=skipped)
 
 
 CURVE_POINTS = 400  # enough for a chart in a report; never a judging input
@@ -77,46 +144,35 @@ def judge_run(run: Run, required: bool = True) -> Report:
     """The single-run verdict on one parsed log."""
     base = dict(subject=run.path, format=run.format, records=run.records,
                 span=run.step_span, notes=run.notes, required=required)
-    loc = Location(run.path)
-    if run.records == 0 or not run.columns:
-        detail = "no numeric records could be read" + (f" ({run.notes[0]})" if run.notes else "")
-        return Report(findings=(S.NO_RECORDS.finding(loc, detail=detail),), **base)
-    if run.get("loss") is None:
-        cols = ", ".join(run.columns) or "none"
-        return Report(findings=(S.NO_LOSS.finding(loc, columns=cols),), **base)
-    out = apply("single_run", run)
-    findings = list(out.findings)
-    finite = int(run.series["loss"].finite.sum())
-    if not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
-        # Each check declares the points it needs and skips with a typed reason below
-        # that; a verdict is only given when at least one loss-curve check could run.
-        if not out.curves_ran:
-            findings.append(S.NOT_CHECKED.finding(loc, n=finite, skipped=_skipped_text(out.skipped)))
-        else:
-            findings.append(S.PASS.finding(loc, n=finite, ran=_joined(sorted(out.ran)),
-                                           skipped=_skipped_text(out.skipped)))
-    return Report(findings=tuple(findings), ran=tuple(sorted(out.ran)),
-                  skipped=dict(sorted(out.skipped.items())), curves=curves(run), **base)
+    rep = report("single_run", run, **base)
+    judged = statement_for("single_run").precheck(run) is None
+    return replace(rep, curves=curves(run)) if judged else rep
 
 
-def judge_pair(pair: Pair, baseline_report: Report | Sequence[Report] | None = None) -> Report:
-    """Compare findings for one run against the baseline (or each of several baselines)."""
-    loc = Location(pair.run.path)
-    base = dict(subject=pair.run.path, format=pair.run.format, records=pair.run.records,
-                span=pair.run.step_span, kind="compare")
+def pair_outcome(pair: Pair, baseline_report: Report | Sequence[Report] | None = None) -> Outcome:
+    """The compare findings for one run against the baseline (or each of several
+    baselines), before any statement."""
     out = apply("compare", pair)
-    findings = list(out.findings)
     why = comparable(pair)
-    if why is not None and not any(f.level is Level.FAIL for f in findings):
-        return Report(findings=(S.CMP_UNCOMPARABLE.finding(loc, detail=why),), **base)
+    if why is not None and not any(f.level is Level.FAIL for f in out.findings):
+        return Outcome(findings=[CMP_UNCOMPARABLE.finding(Location(pair.run.path), detail=why)])
     reports = [baseline_report] if isinstance(baseline_report, Report) else list(baseline_report or ())
     for rep in reports:
         if rep.verdict.value not in ("FAIL", "WARN"):
             continue
         ids = sorted({f.rule_id for f in rep.findings if f.level in (Level.FAIL, Level.WARN)})
-        findings.append(BAD_BASELINE.finding(Location(rep.subject), path=rep.subject,
-                                             verdict=rep.verdict.value, ids=", ".join(ids)))
-    if not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
-        findings.append(S.CMP_PASS.finding(loc, ran=_joined(out.ran),
-                                           skipped=_skipped_text(out.skipped)))
+        out.findings.append(BAD_BASELINE.finding(Location(rep.subject), path=rep.subject,
+                                                 verdict=rep.verdict.value, ids=", ".join(ids)))
+    return out
+
+
+def judge_pair(pair: Pair, baseline_report: Report | Sequence[Report] | None = None) -> Report:
+    """Compare findings for one run against the baseline (or each of several), with the
+    compare statement."""
+    base = dict(subject=pair.run.path, format=pair.run.format, records=pair.run.records,
+                span=pair.run.step_span, kind="compare")
+    out = pair_outcome(pair, baseline_report)
+    st = statement_for("compare")
+    said = state(st, out.findings, out.ran, out.skipped, bool(out.ran), st.values(pair), st.where(pair))
+    findings = out.findings + ([said] if said is not None else [])
     return Report(findings=tuple(findings), ran=tuple(out.ran), skipped=out.skipped, **base)

@@ -1,18 +1,21 @@
-"""Example runners for the log rule groups: a rule's fires/passes data (metric ->
-values, steps 1..n) becomes a Run (or a baseline/run pair) judged by the engine."""
+"""Runs a rule's documented fires/passes examples through the engine. The log rule
+groups' example data (metric -> values, steps 1..n) becomes a Run (or a baseline/run
+pair) here; every other group builds its own example subject in its rule module."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from trainproof.engine import apply, judge_run
+from trainproof.engine import apply, judge
 from trainproof.model import Run, Series
 from trainproof.parsers import build_run
 from trainproof.parsers.base import RawLog
-from trainproof.rules.base import example_runner
+from trainproof.probes.vocab import Vocabulary
+from trainproof.rules.base import Example, Rule, example_for, example_subject
 from trainproof.rules.compare import Pair
 
 
@@ -29,12 +32,25 @@ def run_from(data: Mapping[str, Sequence[float]], path: str = "example.jsonl") -
     return Run(path=path, format="example", series=series, records=records, columns=tuple(series))
 
 
-@example_runner("single_run")
-def _single(data: Mapping[str, Any]) -> set[str]:
-    return {f.rule_id for f in judge_run(run_from(data)).findings}
+@example_subject("single_run")
+def _single(data: Mapping[str, Any]) -> tuple[str, Run]:
+    """Metric series; "vocab" (and "width") say what a config.json would."""
+    series = {k: v for k, v in data.items() if k not in ("vocab", "width")}
+    run = run_from(series)
+    if "vocab" in data:
+        vocab = Vocabulary(data["vocab"], "tokens", "example", data.get("width"), None, "example")
+        run = replace(run, meta={**run.meta, "vocabulary": vocab})
+    return "single_run", run
 
 
-@example_runner("compare")
-def _compare(data: Mapping[str, Any]) -> set[str]:
-    pair = Pair(run_from(data["baseline"], "baseline.jsonl"), run_from(data["run"], "run.jsonl"))
-    return {f.rule_id for f in apply("compare", pair).findings}
+@example_subject("compare")
+def _compare(data: Mapping[str, Any]) -> tuple[str, Pair]:
+    return "compare", Pair(run_from(data["baseline"], "baseline.jsonl"), run_from(data["run"], "run.jsonl"))
+
+
+def run_example(r: Rule, ex: Example) -> set[str]:
+    """The rule IDs a documented example makes fire, judged as the commands judge."""
+    scope, subject = example_for(r, ex)
+    if scope == "compare":  # the ratio checks alone: an example pair states no outcome
+        return {f.rule_id for f in apply("compare", subject).findings}
+    return {f.rule_id for f in judge(scope, subject).findings}

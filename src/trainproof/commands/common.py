@@ -1,13 +1,18 @@
-"""What the log commands share: reading a log the way the options say."""
+"""What the log commands share: reading a log the way the options say, and the
+vocabulary (--vocab-size, or a config.json/tokenizer.json beside the log) that
+TP-START-ABOVE-CHANCE judges a run's first losses against."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from trainproof.address import split_address
 from trainproof.model import Run
 from trainproof.parsers import read_run
+from trainproof.probes.vocab import Vocabulary, find_vocabulary
+from trainproof.rules.vocab import START_ABOVE_CHANCE
 
 
 def load(path: str, args: argparse.Namespace) -> Run:
@@ -15,3 +20,32 @@ def load(path: str, args: argparse.Namespace) -> Run:
     where, run = split_address(path)
     return read_run(Path(where), getattr(args, "format", "auto"), getattr(args, "map", {}) or {},
                     display=where, run=run)
+
+
+def _count(text: str) -> int:
+    if not text.isdigit() or int(text) < 2:
+        raise argparse.ArgumentTypeError(f"expected a whole number of classes >= 2, got {text!r}")
+    return int(text)
+
+
+def add_vocab_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--vocab-size", type=_count, metavar="N",
+                   help="classes the loss is a cross-entropy over (vocabulary size, or class count): "
+                   "a first loss far above ln N FAILs (TP-START-ABOVE-CHANCE). Default: read from "
+                   "config.json or tokenizer.json beside the log or in its parent directory")
+
+
+def vocabulary(path: str | Path, args: argparse.Namespace) -> tuple[Vocabulary | None, list[str]]:
+    """The vocabulary for the log at `path` (a PATH::RUN_ID address looks beside PATH),
+    and notes on files that could not be used."""
+    where = Path(split_address(path)[0]) if isinstance(path, str) else path
+    return find_vocabulary(where, getattr(args, "vocab_size", None), int(START_ABOVE_CHANCE.t("max_file_bytes")))
+
+
+def with_vocabulary(run: Run, found: tuple[Vocabulary | None, list[str]]) -> Run:
+    vocab, notes = found
+    if vocab is None and not notes:
+        return run
+    said = [f"vocabulary: {vocab.size} {vocab.kind} from {vocab.source}"] if vocab else []
+    meta = {**run.meta, "vocabulary": vocab} if vocab else run.meta
+    return replace(run, meta=meta, notes=(*run.notes, *said, *notes))

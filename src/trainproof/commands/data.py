@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from trainproof import engine
 from trainproof.model import InputError, ReportSet
 from trainproof.rules import data as rules
 
@@ -38,7 +39,8 @@ def run(args: argparse.Namespace) -> ReportSet:
     except InputError as exc:
         return ReportSet(NAME, (rules.invalid_input(args.path, str(exc)),))
     ds = measure_dataset(listing, rules.levels(), args.workers, _progress if sys.stderr.isatty() else None)
-    return ReportSet(NAME, (rules.judge_dataset(ds),))
+    return ReportSet(NAME, (engine.report(rules.G, ds, subject=ds.path, format=ds.format, records=len(ds.entries),
+                                          kind="dataset", notes=tuple(ds.notes)),))
 
 
 def _progress(done: int, total: int) -> None:

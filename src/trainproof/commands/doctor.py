@@ -9,9 +9,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from trainproof.address import join_address, split_address
-from trainproof.commands.common import load
+from trainproof.commands.common import add_vocab_argument, load, vocabulary, with_vocabulary
 from trainproof.discover import discover
-from trainproof.engine import judge_pair, judge_run
+from trainproof.engine import amend, judge_run, pair_outcome
 from trainproof.model import InputError, Location, Report, ReportSet, Run
 from trainproof.parsers import read_run, resolve
 from trainproof.records import loss_disagreement, merge_records, primary_first
@@ -31,6 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "several seeds of the recipe (they form the envelope a log is judged against)")
     p.add_argument("--max-logs", type=int, default=500, metavar="N",
                    help="judge at most N logs; the rest are listed as not judged (default 500)")
+    add_vocab_argument(p)
 
 
 def _display(p: Path, root: Path, given: str) -> str:
@@ -46,12 +47,10 @@ def _unreadable(path: str, fmt: str, why: str) -> Report:
 
 
 def _with_baseline(single: Report, run: Run, baselines: list[Run], base_reports: list[Report]) -> Report:
-    cmp = judge_pair(Pair(baselines[0], run, tuple(baselines[1:])), base_reports)
-    return Report(subject=single.subject, format=single.format, records=single.records,
-                  span=single.span, notes=single.notes, required=False,
-                  findings=single.findings + cmp.findings,
-                  ran=single.ran + tuple(f"compare:{c}" for c in cmp.ran),
-                  skipped={**single.skipped, **{f"compare:{k}": v for k, v in cmp.skipped.items()}})
+    """The single-run report with the compare findings added; the engine states the
+    outcome once over both, so a compare FAIL and a single-run PASS never stand together."""
+    cmp = pair_outcome(Pair(baselines[0], run, tuple(baselines[1:])), base_reports)
+    return amend(single, "single_run", cmp, prefix="compare:")
 
 
 def _one_per_run(runs: list[Run], shown: str) -> list[Run]:
@@ -121,8 +120,8 @@ def run(args: argparse.Namespace) -> ReportSet:
     reports = []
     baseline_runs = []  # baselines that are runs of a store doctor walks
 
-    def judged(r: Run) -> Report:
-        single = judge_run(r, required=False)
+    def judged(r: Run, where: Path) -> Report:
+        single = judge_run(with_vocabulary(r, vocabulary(where, args)), required=False)
         if baselines:
             single = _with_baseline(single, r, baselines, base_reports)
         return single
@@ -143,7 +142,7 @@ def run(args: argparse.Namespace) -> ReportSet:
             if isinstance(runs, str):
                 reports.append(_unreadable(shown, fmt or "?", runs))
             else:
-                reports.extend(judged(r) for r in runs)
+                reports.extend(judged(r, p) for r in runs)
             continue
         for where, run_id, display in targets:  # every run of a multi-run store
             named = display if run_id is None else join_address(display, run_id)
@@ -155,7 +154,7 @@ def run(args: argparse.Namespace) -> ReportSet:
             except InputError as exc:
                 reports.append(_unreadable(named, fmt or "?", str(exc)))
                 continue
-            reports.append(judged(r))
+            reports.append(judged(r, where))
     if not reports and not not_judged and not baseline_runs:
         raise InputError(f"{args.path}: no training logs found (looked for: "
                          "trainer_state.json, Coqui logs, TensorBoard event files, MLflow stores, "

@@ -8,19 +8,13 @@ from __future__ import annotations
 import argparse
 import os
 
+from trainproof import engine
 from trainproof.model import InputError, Report, ReportSet
 from trainproof.probes.checkpoint import inspect_checkpoint
 from trainproof.probes.checkpoint_model import CheckpointScan
 from trainproof.probes.imports import probe_import
 from trainproof.probes.machine import GB, measure_disk, measure_gpus, measure_memory
-from trainproof.rules.env import (
-    IMPORT_TIMEOUT,
-    CheckpointSubject,
-    GpuSubject,
-    MachineSubject,
-    checkpoint_statement,
-    judge,
-)
+from trainproof.rules.env import IMPORT_TIMEOUT, CheckpointSubject, GpuSubject, MachineSubject, read_caps
 from trainproof.rules.env import unsafe_globals as _unsafe
 
 NAME = "env"
@@ -71,7 +65,7 @@ def run(args: argparse.Namespace) -> ReportSet:
     if args.module:
         reports.append(_import_report(args))
     against = _reference(args.against) if args.against else None
-    scans = [inspect_checkpoint(p) for p in args.checkpoint]
+    scans = [inspect_checkpoint(p, read_caps()) for p in args.checkpoint]
     reports += [_checkpoint_report(CheckpointSubject(s, against)) for s in scans]
     reports.append(_machine_report(args, scans))
     reports.append(_gpu_report(args))
@@ -80,14 +74,14 @@ def run(args: argparse.Namespace) -> ReportSet:
 
 def _import_report(args: argparse.Namespace) -> Report:
     res = probe_import(args.module, args.cwd, args.python, args.import_timeout)
-    out = judge("import", res)
+    out = engine.judge("env:import", res)
     return Report(subject=res.file or args.module, format="python-import", findings=tuple(out.findings),
                   ran=tuple(out.ran), skipped=out.skipped, kind="import",
                   notes=(f"interpreter: {res.python}", f"cwd: {os.path.abspath(res.cwd)}"))
 
 
 def _reference(path: str) -> CheckpointScan:
-    scan = inspect_checkpoint(path)
+    scan = inspect_checkpoint(path, read_caps())
     if not scan.intact:
         bad = next(f for f in scan.files if f.integrity.value != "ok") if scan.files else None
         why = f"{bad.integrity.value}: {bad.detail}" if bad else "nothing readable"
@@ -96,18 +90,14 @@ def _reference(path: str) -> CheckpointScan:
 
 
 def _checkpoint_report(s: CheckpointSubject) -> Report:
-    out = judge("checkpoint", s)
-    findings = list(out.findings)
-    ok = checkpoint_statement(s, out)
-    if ok is not None:
-        findings.append(ok)
+    out = engine.judge("env:checkpoint", s)
     notes = list(s.scan.notes)
     for f in s.scan.files:
         if f.globals:
             flagged = set(_unsafe(f.globals))
             shown = ", ".join(g + (" (NOT ALLOWED)" if g in flagged else "") for g in f.globals)
             notes.append(f"pickle globals in {f.path}: {shown}")
-    return Report(subject=s.scan.path, format=s.scan.layout, findings=tuple(findings), ran=tuple(out.ran),
+    return Report(subject=s.scan.path, format=s.scan.layout, findings=tuple(out.findings), ran=tuple(out.ran),
                   skipped=out.skipped, records=len(s.scan.tensors), notes=tuple(notes), kind="checkpoint")
 
 
@@ -119,14 +109,14 @@ def _machine_report(args: argparse.Namespace, scans: list[CheckpointScan]) -> Re
             size_gb, size_from = biggest.size / GB, f"size of {biggest.path}"
     where = args.output_dir or args.cwd
     m = MachineSubject(measure_memory(), measure_disk(where), args.required_gb, size_gb, args.keep, size_from)
-    out = judge("machine", m)
+    out = engine.judge("env:machine", m)
     return Report(subject="machine", format="system", findings=tuple(out.findings), ran=tuple(out.ran),
                   skipped=out.skipped, kind="machine")
 
 
 def _gpu_report(args: argparse.Namespace) -> Report:
     s = GpuSubject(measure_gpus(), args.bf16, args.gpu_gb)
-    out = judge("gpu", s)
+    out = engine.judge("env:gpu", s)
     needed = bool(args.bf16 or args.gpu_gb is not None)
     return Report(subject="gpu", format="nvml", findings=tuple(out.findings), ran=tuple(out.ran),
                   skipped=out.skipped, kind="gpu", required=needed)

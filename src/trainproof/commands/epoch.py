@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from trainproof.commands.common import load
+from trainproof.commands.common import add_vocab_argument, load, vocabulary, with_vocabulary
 from trainproof.engine import judge_run
 from trainproof.model import ReportSet
 
@@ -16,7 +16,9 @@ LOG_INPUT = True
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("log", metavar="LOG", help="a log file, a run directory, or PATH::RUN_ID for one run of a "
                    "multi-run store (mlflow.db)")
+    add_vocab_argument(p)
 
 
 def run(args: argparse.Namespace) -> ReportSet:
-    return ReportSet(NAME, (judge_run(load(args.log, args)),))
+    run = with_vocabulary(load(args.log, args), vocabulary(args.log, args))
+    return ReportSet(NAME, (judge_run(run),))

@@ -9,12 +9,12 @@ import sys
 import time
 from pathlib import Path
 
-from trainproof.engine import apply
-from trainproof.model import InputError, Level, Report, ReportSet
+from trainproof import engine
+from trainproof.model import InputError, Report, ReportSet
 from trainproof.probes.dataset import Progress, measure_dataset
 from trainproof.probes.dataset_tokens import TokenVisitor
 from trainproof.probes.tokenizer_load import TokenizerLoadError, load_tokenizer
-from trainproof.rules.preflight import NO_RECORDS, OK, OVERSIZED, UNKNOWN_SHAPE, Preflight, location
+from trainproof.rules.preflight import OVERSIZED, Preflight
 
 NAME = "preflight"
 HELP = "is this fine-tuning dataset safe to start on (JSONL, JSON array, Parquet, a shard directory)"
@@ -42,16 +42,6 @@ def _progress() -> Progress:
     return show
 
 
-def _no_records_detail(s: Preflight) -> str:
-    rt = s.data.read
-    if rt.malformed_count:
-        _w, why = rt.malformed[0]
-        return f"{rt.malformed_count} line(s), none parsed as a JSON object (first error: {why})"
-    if rt.oversized_count:
-        return f"{rt.oversized_count} line(s), all longer than {OVERSIZED.t('max_bytes'):.0f} bytes"
-    return "the dataset is empty"
-
-
 def judge_preflight(s: Preflight) -> Report:
     m = s.data
     kinds = "+".join(sorted(set(m.kinds)))
@@ -60,19 +50,8 @@ def judge_preflight(s: Preflight) -> Report:
         notes.append(f"{m.read.blank_lines} blank line(s) skipped")
     if len(m.files) > 1:
         notes.append(f"{len(m.files)} files")
-    base = dict(subject=m.path, format=kinds, records=m.records, kind="dataset", notes=tuple(notes))
-    loc = location(m, None)
-    if m.shape is None and m.fields:
-        return Report(findings=(UNKNOWN_SHAPE.finding(loc, fields=", ".join(m.fields)),), **base)
-    if m.records == 0:
-        return Report(findings=(NO_RECORDS.finding(loc, detail=_no_records_detail(s)),), **base)
-    out = apply("preflight", s)
-    findings = list(out.findings)
-    if not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
-        skipped = "; ".join(f"{k} ({v})" for k, v in sorted(out.skipped.items())) or "none"
-        findings.append(OK.finding(loc, n=m.records, shape=m.shape.describe() if m.shape else "?",
-                                   ran=", ".join(out.ran), skipped=skipped))
-    return Report(findings=tuple(findings), ran=tuple(out.ran), skipped=dict(sorted(out.skipped.items())), **base)
+    return engine.report("preflight", s, subject=m.path, format=kinds, records=m.records, kind="dataset",
+                         notes=tuple(notes))
 
 
 def run(args: argparse.Namespace) -> ReportSet:

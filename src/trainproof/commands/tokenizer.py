@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from trainproof.engine import apply
-from trainproof.model import InputError, Level, Location, Report, ReportSet
+from trainproof import engine
+from trainproof.model import InputError, Location, Report, ReportSet
 from trainproof.probes.tokenizer import TokenizerMeasurement, measure_tokenizer
 from trainproof.probes.tokenizer_load import TokenizerLoadError, load_tokenizer
 from trainproof.rules import tokenizer as T
@@ -40,28 +40,11 @@ def run(args: argparse.Namespace) -> ReportSet:
     except InputError as exc:
         return _statement(args.transcripts, T.LOAD_FAIL, detail=str(exc))
     try:
-        m = measure_tokenizer(tok, Path(args.transcripts))
+        m = measure_tokenizer(tok, Path(args.transcripts), int(T.NO_TRANSCRIPTS.t("max_line_bytes")))
     except InputError as exc:
         return _statement(args.transcripts, T.NO_TRANSCRIPTS, detail=str(exc))
-    base = dict(subject=args.transcripts, format=m.read.format, records=m.lines, kind="tokenizer",
-                notes=_notes(m))
-    if m.lines == 0:
-        detail = "no transcript lines" + (f"; {m.read.skipped} skipped (first: line {m.read.first_skipped[0]}: "
-                                          f"{m.read.first_skipped[1]})" if m.read.first_skipped else "")
-        return ReportSet(NAME, (Report(findings=(T.NO_TRANSCRIPTS.finding(Location(args.transcripts),
-                                                                          detail=detail),), **base),))
-    if m.tokens == 0:
-        return ReportSet(NAME, (Report(findings=(T.NOT_MEASURED.finding(Location(args.transcripts),
-                                                                        lines=m.lines),), **base),))
-    out = apply(T.G, m)
-    findings = list(out.findings)
-    if not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
-        skipped = "; ".join(f"{k} ({v})" for k, v in sorted(out.skipped.items())) or "none"
-        findings.append(T.PASS.finding(Location(args.transcripts), lines=m.lines, tokens=m.tokens,
-                                       oov=m.oov_rate, coverage=m.coverage, fertility=m.fertility,
-                                       ran=", ".join(out.ran), skipped=skipped))
-    return ReportSet(NAME, (Report(findings=tuple(findings), ran=tuple(out.ran),
-                                   skipped=dict(sorted(out.skipped.items())), **base),))
+    return ReportSet(NAME, (engine.report(T.G, m, subject=args.transcripts, format=m.read.format,
+                                          records=m.lines, kind="tokenizer", notes=_notes(m)),))
 
 
 def _notes(m: TokenizerMeasurement) -> tuple[str, ...]:

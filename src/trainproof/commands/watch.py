@@ -23,12 +23,14 @@ from pathlib import Path
 from typing import TextIO
 
 from trainproof.address import split_address
-from trainproof.engine import apply, judge_run
+from trainproof.commands.common import add_vocab_argument, vocabulary, with_vocabulary
+from trainproof.engine import amend, apply, judge_run
 from trainproof.model import InputError, Level, Report, ReportSet, Run, Verdict
 from trainproof.parsers import resolve
 from trainproof.parsers.incremental import LineSource, RereadSource, Update, open_source
+from trainproof.probes.vocab import Vocabulary
 from trainproof.render import jsonout
-from trainproof.rules.live import Progress
+from trainproof.rules.live import STALL, Progress
 
 NAME = "watch"
 HELP = "judge a growing training log live, while the run writes it"
@@ -40,10 +42,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("log", metavar="LOG", help="a log file being written, or a TensorBoard run directory")
     p.add_argument("--interval", type=float, default=10.0, metavar="S", help="seconds between polls (10)")
     p.add_argument("--until-fail", action="store_true", help="exit (code 1) at the first FAIL")
-    p.add_argument("--stall-timeout", type=float, default=300.0, metavar="S",
-                   help="TP-STALL when the step has not advanced for S seconds (300; 0 turns it off)")
+    p.add_argument("--stall-timeout", type=float, default=STALL.t("timeout"), metavar="S",
+                   help=f"TP-STALL when the step has not advanced for S seconds ({STALL.t('timeout'):g}; "
+                   "0 turns it off)")
     p.add_argument("--max-duration", type=float, default=None, metavar="S",
                    help="stop watching after S seconds and report the last verdict")
+    add_vocab_argument(p)
 
 
 def run(args: argparse.Namespace) -> ReportSet:
@@ -79,6 +83,7 @@ class Watch:
         self._problem_since: float | None = None
         self._notes: list[str] = []  # said during the watch; they travel with every later report
         self._ended = "interrupted before anything could be read"
+        self._vocab: tuple[Vocabulary | None, list[str]] | None = None  # looked up once, when a run is first read
 
     def run(self) -> ReportSet:
         try:
@@ -133,6 +138,8 @@ class Watch:
                 self._problem_since = None
                 run_ = source.run()
                 if run_ is not None:
+                    self._vocab = self._vocab or vocabulary(self.path, self.args)
+                    run_ = with_vocabulary(run_, self._vocab)
                     progress.saw(run_, now)
                     judged = judge_run(run_)
             if judged is not None:
@@ -211,8 +218,4 @@ def with_stall(report: Report, progress: _Progress, now: float, args: argparse.N
     if report.verdict is Verdict.NOT_CHECKED:
         return report
     out = apply("live", Progress(report.subject, progress.step, now - progress.since, args.stall_timeout))
-    if not out.findings:
-        return replace(report, ran=tuple(sorted((*report.ran, *out.ran))),
-                       skipped={**report.skipped, **out.skipped})
-    kept = tuple(f for f in report.findings if f.rule_id != "TP-PASS")  # no longer a PASS
-    return replace(report, findings=(*kept, *out.findings), ran=tuple(sorted((*report.ran, *out.ran))))
+    return amend(report, "single_run", out)

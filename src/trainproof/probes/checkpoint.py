@@ -1,37 +1,37 @@
-"""`inspect_checkpoint(path)`: whatever the user points at - a torch or Lightning
+"""`inspect_checkpoint(path, caps)`: whatever the user points at - a torch or Lightning
 file, a safetensors file, a shard index (`*.index.json`) or a Hugging Face output
-directory - becomes one CheckpointScan. Nothing is unpickled or imported."""
+directory - becomes one CheckpointScan. Nothing is unpickled or imported; parts
+larger than `caps` (declared in rules/env.py) are not read."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from trainproof.probes.checkpoint_model import CheckpointScan, FileScan, Integrity
+from trainproof.probes.checkpoint_model import CheckpointScan, FileScan, Integrity, ReadCaps
 from trainproof.probes.checkpoint_torch import inspect_torch
 from trainproof.probes.safetensors_scan import inspect_safetensors
 
-INDEX_CAP = 64 << 20
 # What a Hugging Face Trainer checkpoint directory holds, weights first.
 HF_WEIGHTS = ("model.safetensors.index.json", "model.safetensors", "pytorch_model.bin.index.json",
               "pytorch_model.bin", "adapter_model.safetensors", "adapter_model.bin")
 HF_STATE = ("optimizer.pt", "scheduler.pt")
 
 
-def inspect_checkpoint(path: str) -> CheckpointScan:
+def inspect_checkpoint(path: str, caps: ReadCaps) -> CheckpointScan:
     p = Path(path)
     if p.is_dir():
-        return _directory(path, p)
+        return _directory(path, p, caps)
     if p.name.endswith(".index.json"):
-        return _sharded(path, p)
-    f = inspect_file(p)
+        return _sharded(path, p, caps)
+    f = inspect_file(p, caps)
     layout = "safetensors" if f.format == "safetensors" else "torch"
     if "pytorch-lightning_version" in f.top_keys or ("state_dict" in f.top_keys and "loops" in f.top_keys):
         layout = "lightning"
     return CheckpointScan(path, layout, [f])
 
 
-def inspect_file(p: Path) -> FileScan:
+def inspect_file(p: Path, caps: ReadCaps) -> FileScan:
     """One file: existence and emptiness first, then its format decides the reader."""
     try:
         if not p.exists():
@@ -45,7 +45,7 @@ def inspect_file(p: Path) -> FileScan:
             head = fh.read(16)
         if _looks_safetensors(p, head):
             return inspect_safetensors(p)
-        return inspect_torch(p)
+        return inspect_torch(p, caps)
     except OSError as exc:
         return FileScan(str(p), "?", Integrity.UNREADABLE, detail=f"{type(exc).__name__}: {exc.strerror or exc}")
 
@@ -57,9 +57,9 @@ def _looks_safetensors(p: Path, head: bytes) -> bool:
     return len(head) > 8 and head[8:9] == b"{" and not head.startswith(b"PK")
 
 
-def _sharded(path: str, p: Path) -> CheckpointScan:
+def _sharded(path: str, p: Path, caps: ReadCaps) -> CheckpointScan:
     scan = CheckpointScan(path, "sharded")
-    index = inspect_index(p)
+    index = inspect_index(p, caps)
     if isinstance(index, FileScan):
         scan.files.append(index)
         return scan
@@ -67,7 +67,7 @@ def _sharded(path: str, p: Path) -> CheckpointScan:
     for name, shard in index.items():
         by_shard.setdefault(str(shard), []).append(str(name))
     for shard, names in sorted(by_shard.items()):
-        f = inspect_file(p.parent / shard)
+        f = inspect_file(p.parent / shard, caps)
         scan.files.append(f)
         if f.integrity is Integrity.OK:
             have = {t.name for t in f.tensors}
@@ -78,14 +78,14 @@ def _sharded(path: str, p: Path) -> CheckpointScan:
     return scan
 
 
-def inspect_index(p: Path) -> dict[str, str] | FileScan:
+def inspect_index(p: Path, caps: ReadCaps) -> dict[str, str] | FileScan:
     """The weight_map of a shard index, or a FileScan saying why it cannot be read."""
     probe = _absent_or_empty(p)
     if probe is not None:
         return probe
     try:
-        if p.stat().st_size > INDEX_CAP:
-            return FileScan(str(p), "index", Integrity.UNREADABLE, detail=f"over {INDEX_CAP} bytes")
+        if p.stat().st_size > caps.index_bytes:
+            return FileScan(str(p), "index", Integrity.UNREADABLE, detail=f"over {caps.index_bytes} bytes")
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return FileScan(str(p), "index", Integrity.CORRUPT, detail=f"not a JSON shard index: {exc}")
@@ -111,11 +111,11 @@ def _latest_trainer_checkpoint(p: Path) -> Path | None:
     return max(steps)[1] if steps else None
 
 
-def _directory(path: str, p: Path) -> CheckpointScan:
+def _directory(path: str, p: Path, caps: ReadCaps) -> CheckpointScan:
     weights = next((p / n for n in HF_WEIGHTS if (p / n).exists()), None)
     latest = _latest_trainer_checkpoint(p) if weights is None else None
     if latest is not None:
-        scan = _directory(str(latest), latest)
+        scan = _directory(str(latest), latest, caps)
         scan.path = path
         scan.notes.append(f"an output directory: judged its latest checkpoint, {latest.name}")
         return scan
@@ -126,13 +126,13 @@ def _directory(path: str, p: Path) -> CheckpointScan:
                          detail="no model weights (model.safetensors, pytorch_model.bin, shards, *.ckpt, *.pt)")
             return CheckpointScan(path, "hf-dir", [f])
         weights = ckpts[-1]
-    inner = _sharded(str(weights), weights) if weights.name.endswith(".index.json") else \
-        CheckpointScan(str(weights), "file", [inspect_file(weights)])
+    inner = _sharded(str(weights), weights, caps) if weights.name.endswith(".index.json") else \
+        CheckpointScan(str(weights), "file", [inspect_file(weights, caps)])
     scan = CheckpointScan(path, "hf-dir", list(inner.files), index_problems=inner.index_problems)
     scan.resume_dir = (p / "trainer_state.json").exists()
     for name in HF_STATE:
         if (p / name).exists():
-            scan.files.append(inspect_file(p / name))
+            scan.files.append(inspect_file(p / name, caps))
             if name == "optimizer.pt":
                 scan.optimizer_file = str(p / name)
     return scan

@@ -27,6 +27,16 @@ META_KEYS = ("callbacks", "loops", "lr_schedulers", "scheduler", "hyper_paramete
              "rng_state", "rng_states")
 
 
+
+@dataclass(frozen=True)
+class ReadCaps:
+    """Sizes past which a part of a checkpoint is not read, and the file is reported
+    unreadable instead. The numbers are thresholds of TP-ENV-CKPT-UNREADABLE."""
+
+    pickle_bytes: int  # data.pkl of a torch ZIP
+    index_bytes: int  # a *.index.json shard index
+    inflate_ratio: float  # declared size / compressed size of a deflated ZIP entry
+
 @dataclass
 class TensorInfo:
     name: str

@@ -13,19 +13,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from trainproof.probes.checkpoint_model import OPTIMIZER_KEYS, FileScan, Integrity, TensorInfo
+from trainproof.probes.checkpoint_model import OPTIMIZER_KEYS, FileScan, Integrity, ReadCaps, TensorInfo
 from trainproof.probes.checkpoint_stats import CHUNK_BYTES, Span, contiguous_span, count_stream, itemsize
 from trainproof.probes.pickle_scan import PickleError, Storage, TensorRef, scan_pickle, walk_tensors
 
-# A data.pkl past this is not a plausible tensor table (100k tensors take ~20 MB); the
-# cap also bounds the memory the symbolic replay can build.
-PICKLE_CAP = 64 << 20
-INFLATE_RATIO_CAP = 100  # torch stores entries uncompressed; more expansion than this is a bomb
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 PROGRESS_BYTES = 2 << 30  # progress on a terminal for files past this size
 
 
-def inspect_torch(path: Path) -> FileScan:
+def inspect_torch(path: Path, caps: ReadCaps) -> FileScan:
     size = path.stat().st_size
     with path.open("rb") as fh:
         head = fh.read(64)
@@ -37,7 +33,7 @@ def inspect_torch(path: Path) -> FileScan:
         return FileScan(str(path), "torch-zip", Integrity.TRUNCATED, size=size, detail=(
             f"the ZIP ends before its central directory ({exc}): the write stopped part-way"))
     with zf:
-        return _inspect_zip(path, size, zf)
+        return _inspect_zip(path, size, zf, caps)
 
 
 def _not_zip(path: Path, size: int, head: bytes) -> FileScan:
@@ -67,24 +63,24 @@ def _legacy_magic(path: Path) -> bool:
     return False
 
 
-def _inspect_zip(path: Path, size: int, zf: zipfile.ZipFile) -> FileScan:
+def _inspect_zip(path: Path, size: int, zf: zipfile.ZipFile, caps: ReadCaps) -> FileScan:
     infos = zf.infolist()
     pkl = next((i for i in infos if i.filename.endswith("data.pkl")), None)
     scan = FileScan(str(path), "torch-zip", Integrity.OK, size=size)
     if pkl is None:
         scan.integrity, scan.detail = Integrity.UNREADABLE, "a ZIP without data.pkl: not a torch checkpoint"
         return scan
-    problem = _extent_problem(path, infos, size)
+    problem = _extent_problem(path, infos, size, caps)
     if problem:
         scan.integrity, scan.detail = problem
         return scan
     prefix = pkl.filename[: -len("data.pkl")]
-    if pkl.file_size > PICKLE_CAP:
+    if pkl.file_size > caps.pickle_bytes:
         scan.integrity = Integrity.UNREADABLE
-        scan.detail = f"{pkl.filename} declares {pkl.file_size} bytes, over the {PICKLE_CAP}-byte cap: not read"
+        scan.detail = f"{pkl.filename} declares {pkl.file_size} bytes, over the {caps.pickle_bytes}-byte cap: not read"
         return scan
     try:
-        data = _read_capped(zf, pkl, PICKLE_CAP)
+        data = _read_capped(zf, pkl, caps.pickle_bytes)
         result = scan_pickle(data)
     except zipfile.BadZipFile as exc:
         scan.integrity, scan.detail = Integrity.CORRUPT, f"{pkl.filename}: {exc}"
@@ -101,7 +97,8 @@ def _inspect_zip(path: Path, size: int, zf: zipfile.ZipFile) -> FileScan:
     return scan
 
 
-def _extent_problem(path: Path, infos: list[zipfile.ZipInfo], size: int) -> tuple[Integrity, str] | None:
+def _extent_problem(path: Path, infos: list[zipfile.ZipInfo], size: int,
+                    caps: ReadCaps) -> tuple[Integrity, str] | None:
     """Every entry's data must lie inside the file. The local header's extra field (torch pads
     it to align storages) is read from the local header itself: the central one differs."""
     with path.open("rb") as fh:
@@ -113,19 +110,19 @@ def _extent_problem(path: Path, infos: list[zipfile.ZipInfo], size: int) -> tupl
                     f"no local header for entry {i.filename} at byte {i.header_offset}")
             name_len, extra_len = struct.unpack("<HH", head[26:30])
             end = i.header_offset + 30 + name_len + extra_len + i.compress_size
-            problem = _entry_problem(i, end, size)
+            problem = _entry_problem(i, end, size, caps)
             if problem:
                 return problem
     return None
 
 
-def _entry_problem(i: zipfile.ZipInfo, end: int, size: int) -> tuple[Integrity, str] | None:
+def _entry_problem(i: zipfile.ZipInfo, end: int, size: int, caps: ReadCaps) -> tuple[Integrity, str] | None:
     if end > size:
         return Integrity.TRUNCATED, (f"entry {i.filename} extends to byte {end} but the file "
                                      f"has {size}: the write stopped part-way")
-    if i.compress_type != zipfile.ZIP_STORED and i.file_size > INFLATE_RATIO_CAP * max(i.compress_size, 1):
+    if i.compress_type != zipfile.ZIP_STORED and i.file_size > caps.inflate_ratio * max(i.compress_size, 1):
         return Integrity.UNREADABLE, (f"entry {i.filename} declares {i.file_size} bytes from "
-                                      f"{i.compress_size} compressed (over {INFLATE_RATIO_CAP}x): not inflated")
+                                      f"{i.compress_size} compressed (over {caps.inflate_ratio:g}x): not inflated")
     return None
 
 

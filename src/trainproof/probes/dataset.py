@@ -180,9 +180,10 @@ def _batches(path: Path, kind: str, index: int, shape: Shape, tally: ReadTally,
     return read_jsonl(path, index, shape.single_text_field, tally, max_record)
 
 
-def measure_dataset(path: Path, text_field: str | None = None, max_record: int = 16 << 20,
+def measure_dataset(path: Path, text_field: str | None, max_record: int,
                     visitor: Visitor | None = None, progress: Progress | None = None) -> DatasetMeasurement:
-    """One pass over every shard; `visitor` sees each block's units (for tokenizer checks)."""
+    """One pass over every shard; `visitor` sees each block's units (for tokenizer checks).
+    Records over `max_record` bytes are counted, not read (TP-PRE-OVERSIZED-RECORD declares the cap)."""
     t0 = time.perf_counter()
     _keep_freed_blocks()
     collecting = gc.isenabled()

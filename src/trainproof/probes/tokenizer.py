@@ -124,11 +124,12 @@ def _line(m: TokenizerMeasurement, tok: Tokenizer, t: Transcript, pieces: list[P
     _spans(m, tok, t.text, pieces)
 
 
-def measure_tokenizer(tok: Tokenizer, transcripts: Path) -> TokenizerMeasurement:
+def measure_tokenizer(tok: Tokenizer, transcripts: Path, max_line: int) -> TokenizerMeasurement:
+    """Tokenize every transcript line; lines over `max_line` bytes are skipped and counted."""
     tally = TranscriptTally()
     m = TokenizerMeasurement(tokenizer=tok.path, kind=tok.kind, transcripts=str(transcripts), read=tally,
                              unk_id=tok.unk_id)
-    for batch in _batched(read_transcripts(transcripts, tally), BATCH):
+    for batch in _batched(read_transcripts(transcripts, tally, max_line), BATCH):
         for t, pieces in zip(batch, tok.pieces_batch([t.text for t in batch]), strict=True):
             _line(m, tok, t, pieces)
     m.worst_tps = sorted(m.worst_tps, reverse=True)[:KEEP]

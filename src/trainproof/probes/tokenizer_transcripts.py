@@ -68,7 +68,7 @@ def _sniff(path: Path) -> str:
     return "text"
 
 
-def read_transcripts(path: Path, tally: TranscriptTally, max_line: int = 1 << 20) -> Iterator[Transcript]:
+def read_transcripts(path: Path, tally: TranscriptTally, max_line: int) -> Iterator[Transcript]:
     require_regular(path)
     tally.format = _sniff(path)
     with open(path, "rb") as f:

@@ -1,7 +1,9 @@
 """How a rule is declared: its ID, level, thresholds (each with a unit and a reason),
 message and evidence templates, documentation, and executable fire/pass examples.
 A *check* is one judge function that may emit the findings of one or more rules;
-checks are what a report lists as ran or skipped."""
+checks are what a report lists as ran or skipped. A *statement* declares how a
+report of one scope states its outcome (which rule says PASS, which says nothing
+could be checked); the engine makes that statement, in one place, for every scope."""
 
 from __future__ import annotations
 
@@ -50,15 +52,17 @@ class Rule:
         return self.thresholds[name].value
 
     def finding(self, location: Location, source: str | None = None, **values: Any) -> Finding:
-        """Render a finding from measured values; the values travel as structured evidence."""
+        """Render a finding from measured values; the values, and the rule's thresholds as
+        `limit_<name>`, travel as structured evidence as well as in the text."""
+        limits = {f"limit_{k}": t.value for k, t in self.thresholds.items()}
         shown = {k: _display(v) for k, v in values.items()}
-        shown.update({f"limit_{k}": _display(t.value) for k, t in self.thresholds.items()})
+        shown.update({k: _display(v) for k, v in limits.items()})
         return Finding(
             rule_id=self.id,
             level=self.level,
             message=self.title,
             evidence=self.evidence.format(**shown),
-            values={k: _plain(v) for k, v in values.items()},
+            values={**{k: _plain(v) for k, v in values.items()}, **{k: _plain(v) for k, v in limits.items()}},
             location=location,
             source=source or ("compare" if self.group == "compare" else "single_run"),
         )
@@ -135,25 +139,67 @@ class Check:
     loss_curve: bool = False
 
 
+@dataclass(frozen=True)
+class Statement:
+    """How a report of one scope states its outcome. The scope is a rule group, or
+    "group:family" where one group judges several kinds of subject (env). The engine
+    adds `passed` when no FAIL, WARN or NOT-CHECKED finding stands and a check that
+    counts ran, `nothing_checked` when no check that counts ran."""
+
+    scope: str
+    passed: Rule | None
+    where: Callable[[Any], Location]
+    nothing_checked: Rule | None = None
+    loss_curve_only: bool = False  # only loss-curve checks count (single_run)
+    checks: tuple[str, ...] | None = None  # the group's checks this scope runs (None: all)
+    # Values the statement's templates need from the subject; None: the subject gives a
+    # PASS nothing to stand on (a checkpoint not read whole) and no PASS is stated.
+    values: Callable[[Any], Mapping[str, Any] | None] = lambda _s: {}
+    # A finding that makes the subject unjudgeable before any check runs (no records,
+    # no loss column); decided where the subject is understood, in the rule module.
+    precheck: Callable[[Any], Finding | None] = lambda _s: None
+
+    @property
+    def group(self) -> str:
+        return self.scope.split(":", 1)[0]
+
+
 _CHECKS: dict[str, list[Check]] = {}
 _RULES: dict[str, Rule] = {}
-ExampleRunner = Callable[[Mapping[str, Any]], set[str]]
-_EXAMPLE_RUNNERS: dict[str, ExampleRunner] = {}
+_STATEMENTS: dict[str, Statement] = {}
+SubjectBuilder = Callable[[Mapping[str, Any]], tuple[str, Any]]
+_EXAMPLE_SUBJECTS: dict[str, SubjectBuilder] = {}
 
 
-def example_runner(group: str) -> Callable[[ExampleRunner], ExampleRunner]:
-    """Register how a group turns an Example's data into a subject and judges it;
-    the runner returns the set of rule IDs that fired. Tests run every example."""
+def example_subject(group: str) -> Callable[[SubjectBuilder], SubjectBuilder]:
+    """Register how a group turns an Example's data into (scope, subject); the engine
+    judges it (trainproof.examples.run_example), and tests run every example."""
 
-    def register(fn: ExampleRunner) -> ExampleRunner:
-        _EXAMPLE_RUNNERS[group] = fn
+    def register(fn: SubjectBuilder) -> SubjectBuilder:
+        _EXAMPLE_SUBJECTS[group] = fn
         return fn
 
     return register
 
 
-def run_example(r: Rule, ex: Example) -> set[str]:
-    return _EXAMPLE_RUNNERS[r.group](ex.data)
+def example_for(r: Rule, ex: Example) -> tuple[str, Any]:
+    return _EXAMPLE_SUBJECTS[r.group](ex.data)
+
+
+def statement(scope: str, passed: Rule | None, where: Callable[[Any], Location], **kwargs: Any) -> Statement:
+    """Declare how reports of `scope` state their outcome; one declaration per scope."""
+    if scope in _STATEMENTS:
+        raise ValueError(f"duplicate statement for {scope}")
+    st = _STATEMENTS[scope] = Statement(scope, passed, where, **kwargs)
+    return st
+
+
+def statement_for(scope: str) -> Statement:
+    return _STATEMENTS[scope]
+
+
+def statements() -> Mapping[str, Statement]:
+    return dict(_STATEMENTS)
 
 
 def rule(**kwargs: Any) -> Rule:

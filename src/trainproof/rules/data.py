@@ -16,7 +16,7 @@ from trainproof.probes.audio import AudioProblem, AudioStats, Levels
 from trainproof.probes.speech_dataset import SpeechDataset
 from trainproof.probes.speech_manifest import Entry
 from trainproof.probes.speech_text import normaliser, rewritten, scripts_of, what_needs_reading
-from trainproof.rules.base import Example, Threshold, check, example_runner, rule
+from trainproof.rules.base import Example, Threshold, check, example_subject, rule, statement
 
 G = "data"
 SHOWN = 3  # offending entries named in an evidence line
@@ -506,34 +506,25 @@ def levels() -> Levels:
     return Levels(clip=CLIPPING.t("peak"), quiet=SILENCE.t("level"))
 
 
-def _skipped_text(skipped: Mapping[str, str]) -> str:
-    return "; ".join(f"{k} ({v})" for k, v in sorted(skipped.items())) or "none"
+def _unjudgeable(ds: SpeechDataset) -> Finding | None:
+    """No entry at all: a listing in which no line is a record, or nothing found."""
+    if ds.entries:
+        return None
+    if ds.bad_lines:
+        line, reason = ds.bad_examples[0]
+        detail = f"none of {ds.lines} lines is a record (line {line}: {reason})"
+        return INVALID_INPUT.finding(Location(ds.path, line=line), detail=detail)
+    what = "no audio files found" if ds.format == "audio-dir" else "no records"
+    return NO_DATA.finding(Location(ds.path), detail=f"{what} in {ds.path}")
 
 
-def judge_dataset(ds: SpeechDataset) -> Report:
-    """The verdict on one measured dataset, with its outcome statement."""
-    from trainproof.engine import apply  # the engine imports this package
+def _pass_values(ds: SpeechDataset) -> dict[str, Any]:
+    seconds = sum(a.duration for _, a in ds.stats())
+    return dict(n=len(ds.entries), seconds=seconds, hours=seconds / 3600)
 
-    base = dict(subject=ds.path, format=ds.format, records=len(ds.entries), kind="dataset",
-                notes=tuple(ds.notes))
-    loc = Location(ds.path)
-    if not ds.entries:
-        if ds.bad_lines:
-            line, reason = ds.bad_examples[0]
-            detail = f"none of {ds.lines} lines is a record (line {line}: {reason})"
-            return Report(findings=(INVALID_INPUT.finding(Location(ds.path, line=line), detail=detail),), **base)
-        what = "no audio files found" if ds.format == "audio-dir" else "no records"
-        return Report(findings=(NO_DATA.finding(loc, detail=f"{what} in {ds.path}"),), **base)
-    out = apply(G, ds)
-    findings = list(out.findings)
-    if not out.ran:
-        findings.append(NO_DATA.finding(loc, detail=f"every check was skipped: {_skipped_text(out.skipped)}"))
-    elif not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
-        seconds = sum(a.duration for _, a in ds.stats())
-        findings.append(PASS.finding(loc, n=len(ds.entries), seconds=seconds, hours=seconds / 3600,
-                                     ran=", ".join(sorted(out.ran)), skipped=_skipped_text(out.skipped)))
-    return Report(findings=tuple(findings), ran=tuple(sorted(out.ran)),
-                  skipped=dict(sorted(out.skipped.items())), **base)
+
+statement(G, PASS, lambda ds: Location(ds.path), nothing_checked=NO_DATA, values=_pass_values,
+          precheck=_unjudgeable)
 
 
 def invalid_input(path: str, detail: str) -> Report:
@@ -553,8 +544,8 @@ def _example_audio(clip: Mapping[str, Any]) -> AudioStats | AudioProblem:
                       container="WAV", missing_bytes=clip.get("wav_missing_bytes", 0))
 
 
-@example_runner(G)
-def _run_example(data: Mapping[str, Any]) -> set[str]:
+@example_subject(G)
+def _run_example(data: Mapping[str, Any]) -> tuple[str, SpeechDataset]:
     clips = [{**_CLIP, **c} for c in data["clips"]]
     entries = [Entry(f"clip{i}.wav", c["text"], c.get("declared_s"), i + 1) for i, c in enumerate(clips)]
     labels: dict[str, list[int]] = {}
@@ -564,4 +555,4 @@ def _run_example(data: Mapping[str, Any]) -> set[str]:
     ds = SpeechDataset("manifest.jsonl", "jsonl-manifest", entries, [_example_audio(c) for c in clips],
                        [g for g in labels.values() if len(g) > 1], bad,
                        [(len(clips) + 1, "not JSON")] * min(bad, 1), len(clips) + bad)
-    return {f.rule_id for f in judge_dataset(ds).findings}
+    return G, ds

@@ -16,16 +16,20 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from trainproof.model import Finding, Level, Location, Skip, SkipKind
-from trainproof.probes.checkpoint_model import RESUME_KEYS, CheckpointScan, FileScan, Integrity, TensorInfo
+from trainproof.probes.checkpoint_model import (
+    RESUME_KEYS,
+    CheckpointScan,
+    FileScan,
+    Integrity,
+    ReadCaps,
+    TensorInfo,
+)
 from trainproof.probes.imports import ImportResult
 from trainproof.probes.machine import GB, Disk, Gpu, Gpus, Memory
-from trainproof.rules.base import Example, Threshold, check, example_runner, rule
-
-if TYPE_CHECKING:
-    from trainproof.engine import Outcome
+from trainproof.rules.base import Example, Threshold, check, example_subject, rule, statement
 
 G = "env"
 SHOW = 3  # names quoted in an evidence line; the structured values carry the counts
@@ -38,15 +42,10 @@ FAMILIES = {
     "gpu": ("gpu",),
 }
 
-
-def judge(family: str, subject: Any) -> Outcome:
-    """Run one family's checks; the other families' checks are not part of this subject."""
-    from trainproof.engine import apply  # the engine imports the rules package
-
-    names = FAMILIES[family]
-    out = apply(G, subject, only=names)
-    out.skipped = {k: v for k, v in out.skipped.items() if k in names}
-    return out
+# These families' reports state no outcome of their own: each check's own finding
+# (TP-ENV-IMPORT-OK, TP-ENV-MEM-OK, TP-ENV-DISK-OK, TP-ENV-GPU-INFO) says what was measured.
+for _family in ("import", "machine", "gpu"):
+    statement(f"{G}:{_family}", None, lambda _s: Location(""), checks=FAMILIES[_family])
 
 
 def _names(items: list[str]) -> str:
@@ -240,9 +239,25 @@ CKPT_UNREADABLE = rule(
     summary="Permission denied, an unknown format, or declared sizes past the reading caps; exit 2.",
     why="What cannot be read cannot be judged either way.",
     fix="Check the path and permissions; pass the checkpoint file itself.",
+    thresholds={
+        "max_pickle_bytes": Threshold(64 << 20, "bytes of data.pkl", "A torch ZIP's data.pkl is the tensor "
+                                      "table: 100k tensors take about 20 MB, so more is not a plausible "
+                                      "checkpoint; the cap also bounds what the static replay builds."),
+        "max_index_bytes": Threshold(64 << 20, "bytes", "A shard index maps tensor names to files: "
+                                     "a few MB for the largest public models."),
+        "max_inflate_ratio": Threshold(100, "x compressed size", "torch stores entries uncompressed; "
+                                       "a deflated entry that expands more than this is a ZIP bomb."),
+    },
     fires=Example({"kind": "checkpoint", "files": [{"integrity": "unreadable"}]}),
     passes=Example({"kind": "checkpoint", "files": [{}]}),
 )
+
+
+def read_caps() -> ReadCaps:
+    """The reading caps the checkpoint probe applies, from the declarations."""
+    return ReadCaps(pickle_bytes=int(CKPT_UNREADABLE.t("max_pickle_bytes")),
+                    index_bytes=int(CKPT_UNREADABLE.t("max_index_bytes")),
+                    inflate_ratio=CKPT_UNREADABLE.t("max_inflate_ratio"))
 
 CKPT_LEGACY = rule(
     id="TP-ENV-CKPT-LEGACY", level=Level.NOT_CHECKED, group=G,
@@ -523,16 +538,17 @@ def drift(s: CheckpointSubject) -> list[Finding] | Skip:
     return out
 
 
-def checkpoint_statement(s: CheckpointSubject, out: Outcome) -> Finding | None:
-    """TP-ENV-CKPT-OK when nothing failed, warned or went unread."""
-    if any(f.level in (Level.FAIL, Level.WARN, Level.NOT_CHECKED) for f in out.findings) or not s.scan.intact:
+def _ckpt_values(s: CheckpointSubject) -> dict[str, Any] | None:
+    """What TP-ENV-CKPT-OK states; None when the checkpoint was not read whole."""
+    if not s.scan.intact:
         return None
     tensors = s.scan.tensors
-    params = sum(t.numel for t in tensors)
-    skipped = "; ".join(f"{k} ({v})" for k, v in sorted(out.skipped.items())) or "none"
-    return CKPT_OK.finding(Location(s.scan.path), files=len(s.scan.files), size_gb=s.scan.size / GB,
-                           tensors=len(tensors), params=params, ran=", ".join(out.ran) or "none",
-                           skipped=skipped)
+    return dict(files=len(s.scan.files), size_gb=s.scan.size / GB, tensors=len(tensors),
+                params=sum(t.numel for t in tensors))
+
+
+statement("env:checkpoint", CKPT_OK, lambda s: Location(s.scan.path), values=_ckpt_values,
+          checks=FAMILIES["checkpoint"])
 
 
 # ================================================================ machine
@@ -838,13 +854,6 @@ def _import(data: Mapping[str, Any]) -> ImportResult:
 _SUBJECTS = {"import": _import, "checkpoint": _checkpoint, "machine": _machine, "gpu": _gpu}
 
 
-@example_runner(G)
-def _example(data: Mapping[str, Any]) -> set[str]:
-    kind = data["kind"]
-    subject = _SUBJECTS[kind](data)
-    out = judge(kind, subject)
-    fired = {f.rule_id for f in out.findings}
-    if kind == "checkpoint":
-        ok = checkpoint_statement(subject, out)
-        fired |= {ok.rule_id} if ok else set()
-    return fired
+@example_subject(G)
+def _example(data: Mapping[str, Any]) -> tuple[str, Any]:
+    return f"{G}:{data['kind']}", _SUBJECTS[data["kind"]](data)

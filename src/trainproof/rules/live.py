@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainproof.model import Finding, Level, Location, Report, Skip, SkipKind
-from trainproof.rules.base import Example, Threshold, check, example_runner, rule
+from trainproof.rules.base import Example, Threshold, check, example_subject, rule, statement
 
 G = "live"
 
@@ -98,10 +98,12 @@ def stopped_finding(path: str, step: float, scheduled: int | None, grounds: list
                            saved=saved, ids=ids)
 
 
-@example_runner(G)
-def _live_example(data: Mapping[str, Any]) -> set[str]:
-    from trainproof.engine import apply  # engine imports the rules package
+# watch adds the stall check to a single-run report (engine.amend); judged alone, as the
+# examples are, a Progress states no outcome of its own.
+statement(G, None, lambda p: Location(p.path))
 
-    p = Progress("example.jsonl", data.get("last_step"), float(data["idle_s"]),
-                 float(data.get("timeout_s", STALL.t("timeout"))))
-    return {f.rule_id for f in apply(G, p).findings}
+
+@example_subject(G)
+def _live_example(data: Mapping[str, Any]) -> tuple[str, Progress]:
+    return G, Progress("example.jsonl", data.get("last_step"), float(data["idle_s"]),
+                       float(data.get("timeout_s", STALL.t("timeout"))))

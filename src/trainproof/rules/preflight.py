@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from trainproof.model import Finding, Level, Location, Skip, SkipKind
-from trainproof.probes.dataset import DatasetMeasurement
+from trainproof.probes.dataset import DatasetMeasurement, measure_dataset
 from trainproof.probes.dataset_read import unpack
 from trainproof.probes.dataset_shape import CHAT, PREFERENCE, Tally
 from trainproof.probes.dataset_tokens import TokenCounts
 from trainproof.probes.tokenizer_load import SpecialTokens
-from trainproof.rules.base import Example, Threshold, check, example_runner, rule
+from trainproof.rules.base import Example, Threshold, check, example_subject, rule, statement
 
 G = "preflight"
 
@@ -514,18 +514,40 @@ def _tokens_from(spec: Mapping[str, int], n: int) -> TokenCounts:
     return t
 
 
-@example_runner(G)
-def _example(data: Mapping[str, Any]) -> set[str]:
-    from trainproof.engine import apply
-    from trainproof.probes.dataset import measure_dataset
+def _no_records_detail(m: DatasetMeasurement) -> str:
+    rt = m.read
+    if rt.malformed_count:
+        _w, why = rt.malformed[0]
+        return f"{rt.malformed_count} line(s), none parsed as a JSON object (first error: {why})"
+    if rt.oversized_count:
+        return f"{rt.oversized_count} line(s), all longer than {OVERSIZED.t('max_bytes'):.0f} bytes"
+    return "the dataset is empty"
 
+
+def _unjudgeable(s: Preflight) -> Finding | None:
+    """Fields whose shape is unknown, or no record at all: no preflight check can run."""
+    m = s.data
+    if m.shape is None and m.fields:
+        return UNKNOWN_SHAPE.finding(location(m, None), fields=", ".join(m.fields))
+    if m.records == 0:
+        return NO_RECORDS.finding(location(m, None), detail=_no_records_detail(m))
+    return None
+
+
+def _ok_values(s: Preflight) -> dict[str, Any]:
+    return dict(n=s.data.records, shape=s.data.shape.describe() if s.data.shape else "?")
+
+
+statement(G, OK, lambda s: location(s.data, None), values=_ok_values, precheck=_unjudgeable)
+
+
+@example_subject(G)
+def _example(data: Mapping[str, Any]) -> tuple[str, Preflight]:
     lines = data.get("lines") or [json.dumps(r) for r in data["records"]]
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "example.jsonl"
         p.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        m = measure_dataset(p)
+        m = measure_dataset(p, None, int(OVERSIZED.t("max_bytes")))
     special = SpecialTokens(**data["special"]) if "special" in data else None
     tokens = _tokens_from(data.get("tokens", {}), m.records) if special is not None else None
-    subject = Preflight(m, special, tokens, "example")
-    return {f.rule_id for f in apply(G, subject).findings}
-
+    return G, Preflight(m, special, tokens, "example")

@@ -453,6 +453,11 @@ OVERFIT = rule(
         "ratio": Threshold(1.2, "x eval min", "Eval noise between evaluations of a fixed set "
                            "is a few percent; 20 % is a trend."),
         "min_points": Threshold(4, "eval points", "A minimum and a climb need several evaluations."),
+        "train_end_share": Threshold(0.1, "of the train loss points", "The train loss 'now' is the "
+                                     "median of the last tenth of the log: recent enough to be the "
+                                     "end, long enough that one noisy batch does not decide it."),
+        "train_end_max": Threshold(5, "points", "At most 5 points, so on a long log 'now' stays the "
+                                   "end of training and not its last tenth."),
     },
     fires=Example({"loss": [1.4, 1.0, 0.6, 0.3, 0.1, 0.05], "eval_loss": [1.4, 1.3, 1.6, 2.0, 2.6, 3.1]}),
     passes=Example({"loss": [1.4, 1.0, 0.8, 0.7, 0.65, 0.6], "eval_loss": [1.5, 1.3, 1.2, 1.15, 1.12, 1.1]}),
@@ -477,7 +482,7 @@ def eval_loss_climbing(run: Run) -> list[Finding] | Skip:
         return Skip(SkipKind.DEGENERATE, "eval loss is not positive")
     # Train loss at the eval minimum vs at the end: "falls" means it kept going down.
     then = float(t.values[min(np.searchsorted(t.steps, e.steps[i]), len(t) - 1)])
-    k = max(1, min(5, len(t) // 10))
+    k = max(1, min(int(OVERFIT.t("train_end_max")), int(len(t) * OVERFIT.t("train_end_share"))))
     train_end = stats.robust_median(t.values[-k:])
     ratio = e_end / e_min
     if ratio > OVERFIT.t("ratio") and train_end < then:

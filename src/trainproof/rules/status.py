@@ -3,8 +3,10 @@ curve - passed (and what that covered), or could not be judged (and why)."""
 
 from __future__ import annotations
 
-from trainproof.model import Level
-from trainproof.rules.base import rule
+from typing import Any
+
+from trainproof.model import Finding, Level, Location, Run
+from trainproof.rules.base import rule, statement
 
 PASS = rule(
     id="TP-PASS", level=Level.PASS, group="single_run",
@@ -77,3 +79,24 @@ CMP_ERROR = rule(
     why="An unreadable input is a tooling problem, not a verdict about the run.",
     fix="Fix the path or format named in the message.",
 )
+
+
+def _run_unjudgeable(run: Run) -> Finding | None:
+    """Nothing to judge before any check runs: no records, or no loss column."""
+    loc = Location(run.path)
+    if run.records == 0 or not run.columns:
+        detail = "no numeric records could be read" + (f" ({run.notes[0]})" if run.notes else "")
+        return NO_RECORDS.finding(loc, detail=detail)
+    if run.get("loss") is None:
+        return NO_LOSS.finding(loc, columns=", ".join(run.columns) or "none")
+    return None
+
+
+def _finite_loss(run: Run) -> dict[str, Any]:
+    loss = run.get("loss")
+    return {"n": int(loss.finite.sum()) if loss is not None else 0}
+
+
+statement("single_run", PASS, lambda run: Location(run.path), nothing_checked=NOT_CHECKED,
+          loss_curve_only=True, values=_finite_loss, precheck=_run_unjudgeable)
+statement("compare", CMP_PASS, lambda pair: Location(pair.run.path))

@@ -14,7 +14,7 @@ G = "single_run"
 STEP_CLIFF = rule(
     id="TP-STEP-CLIFF", level=Level.WARN, group=G,
     title="Step time jumped and stayed up.",
-    evidence="median step time {late} s over the last quarter vs {early} s early "
+    evidence="median step time {late} s over the last {window} points vs {early} s over the {window} after the first "
     "({ratio:.1f}x > {limit_ratio}x); first slow step {step}",
     summary="Steps late in the run take several times longer than early ones.",
     why="A sustained slowdown multiplies the bill: memory fragmentation, a leak that pushes "
@@ -26,6 +26,10 @@ STEP_CLIFF = rule(
         "ratio": Threshold(3, "x early median", "Jitter and eval pauses stay well under 3x "
                            "when medians over a quarter of the run are compared."),
         "min_points": Threshold(10, "points", "Each quarter needs a median of several points."),
+        "window_share": Threshold(0.25, "of the step_time points", "The early and late medians are "
+                                  "each over a quarter of the run: long enough that eval and "
+                                  "checkpoint pauses are outvoted, short enough to see a late cliff."),
+        "min_window": Threshold(2, "points", "A median of fewer than 2 points is one step's time."),
     },
     fires=Example({"loss": [1.0] * 12, "step_time": [0.5] * 6 + [2.0] * 6}),
     passes=Example({"loss": [1.0] * 12, "step_time": [0.5, 0.52, 0.49, 0.5, 0.51, 0.5] * 2}),
@@ -42,7 +46,7 @@ def step_time_cliff(run: Run) -> list[Finding] | Skip:
     f = st.finite_only()
     if len(f) < STEP_CLIFF.t("min_points"):
         return Skip(SkipKind.TOO_FEW, f"{len(f)} step_time points, needs {int(STEP_CLIFF.t('min_points'))}")
-    q = max(2, len(f) // 4)
+    q = max(int(STEP_CLIFF.t("min_window")), int(len(f) * STEP_CLIFF.t("window_share")))
     early = stats.robust_median(f.values[1:q + 1])
     late = stats.robust_median(f.values[-q:])
     if early <= 0:
@@ -51,7 +55,7 @@ def step_time_cliff(run: Run) -> list[Finding] | Skip:
         slow = np.flatnonzero(f.values > STEP_CLIFF.t("ratio") * early)
         step = float(f.steps[slow[0]]) if slow.size else float(f.steps[-q])
         return [STEP_CLIFF.finding(Location(run.path, step), late=late, early=early,
-                                   ratio=late / early, step=step)]
+                                   ratio=late / early, step=step, window=q)]
     return []
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from trainproof.model import Finding, Level, Location, Skip, SkipKind
 from trainproof.probes.tokenizer import TokenizerMeasurement
 from trainproof.probes.tokenizer_transcripts import TranscriptTally
-from trainproof.rules.base import Example, Threshold, check, example_runner, rule
+from trainproof.rules.base import Example, Threshold, check, example_subject, rule, statement
 
 G = "tokenizer"
 
@@ -60,6 +60,10 @@ NO_TRANSCRIPTS = rule(
     summary="The transcripts file is missing, empty, or no line in it carries a text; exit 2.",
     why="Coverage of nothing is not coverage.",
     fix="Pass a text file (one transcript per line), JSONL with a text field, or an LJSpeech metadata.csv.",
+    thresholds={"max_line_bytes": Threshold(1 << 20, "bytes", "A transcript is a sentence or a "
+                                            "paragraph; a megabyte line is a file that is not a "
+                                            "transcript list. Longer lines are skipped and counted "
+                                            "(a note), so reading stays bounded.")},
 )
 
 NOT_MEASURED = rule(
@@ -242,13 +246,29 @@ def number_splits(m: TokenizerMeasurement) -> list[Finding] | Skip:
     return []
 
 
-@example_runner(G)
-def _example(data: Mapping[str, Any]) -> set[str]:
-    from trainproof.engine import apply
+def _unjudgeable(m: TokenizerMeasurement) -> Finding | None:
+    """No transcript lines, or lines that gave no tokens: nothing to measure rates on."""
+    if m.lines == 0:
+        detail = "no transcript lines" + (f"; {m.read.skipped} skipped (first: line {m.read.first_skipped[0]}: "
+                                          f"{m.read.first_skipped[1]})" if m.read.first_skipped else "")
+        return NO_TRANSCRIPTS.finding(_loc(m), detail=detail)
+    if m.tokens == 0:
+        return NOT_MEASURED.finding(_loc(m), lines=m.lines)
+    return None
 
+
+def _pass_values(m: TokenizerMeasurement) -> dict[str, Any]:
+    return dict(lines=m.lines, tokens=m.tokens, oov=m.oov_rate, coverage=m.coverage, fertility=m.fertility)
+
+
+statement(G, PASS, _loc, values=_pass_values, precheck=_unjudgeable)
+
+
+@example_subject(G)
+def _example(data: Mapping[str, Any]) -> tuple[str, TokenizerMeasurement]:
     fields = dict(data)
     unknown = Counter(fields.pop("unknown", {}))
     m = TokenizerMeasurement(tokenizer="example", kind="example", transcripts="example.txt",
                              read=TranscriptTally(lines=1), lines=1, unk_id=0, unknown_chars=unknown,
                              **{"chars": fields.get("tokens", 0), "words": fields.get("tokens", 1), **fields})
-    return {f.rule_id for f in apply(G, m).findings}
+    return G, m
