@@ -1,3 +1,3 @@
 """trainproof: a deterministic linter for ML training runs."""
 
-__version__ = "0.18.0"
+__version__ = "0.19.0"
