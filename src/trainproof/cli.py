@@ -1,20 +1,29 @@
 """Command line: argparse built from the command registry; main(argv) -> exit code.
-The only place that prints results and decides the process exit status."""
+The only place that prints results and decides the process exit status.
+
+Start-up is kept light: only the command being run is imported and given its
+arguments (the others are listed by their declared help alone), and the model,
+the renderers and numpy are imported after the arguments are parsed, so that
+`--version`, `--help` and `rules` never pay for what judging needs."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from trainproof import __version__
 from trainproof.commands import Command, registry
-from trainproof.model import ExitCode, InputError, ReportSet
-from trainproof.render import write_outputs
+
+if TYPE_CHECKING:
+    from trainproof.model import ReportSet
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
+        from trainproof.model import InputError
+
         where = self.prog.removeprefix("trainproof").strip()
         raise InputError(f"{where}: {message}" if where else message)
 
@@ -45,22 +54,35 @@ def _add_shared(p: argparse.ArgumentParser, cmd: Command) -> None:
                        metavar="CANONICAL=COLUMN", help="name a metric's column (repeatable)")
 
 
-def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[Command], lazy: bool = False,
+                 only: Command | None = None) -> argparse.ArgumentParser:
+    """The whole CLI; `lazy` gives arguments to `only` alone (or to no command) and lists
+    the others by name and help without importing their modules: all that parsing needs."""
     parser = _Parser(prog="trainproof", description="A deterministic linter for ML training runs.")
     parser.add_argument("--version", action="version", version=f"trainproof {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for cmd in commands:
         p = sub.add_parser(cmd.name, aliases=list(cmd.aliases), help=cmd.help, description=cmd.help)
-        cmd.add_arguments(p)
-        _add_shared(p, cmd)
+        if not lazy or cmd is only:
+            cmd.add_arguments(p)
+            _add_shared(p, cmd)
         p.set_defaults(_cmd=cmd)
     return parser
+
+
+def _called(commands: Sequence[Command], argv: Sequence[str]) -> Command | None:
+    """The command a call names: the top level takes no option with a value, so its
+    first word that is not an option is the command (None: no command, or an unknown one)."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    return next((c for c in commands if word == c.name or word in c.aliases), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = registry()
-    parser = build_parser(commands)
+    parser = build_parser(commands, lazy=True, only=_called(commands, argv))
+    from trainproof.model import ExitCode, InputError, ReportSet
+
     try:
         args = parser.parse_args(argv)
     except InputError as exc:
@@ -90,6 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _emit(rs: ReportSet, args: argparse.Namespace) -> int:
+    from trainproof.model import ExitCode
+    from trainproof.render import write_outputs
+
     try:
         write_outputs(rs, args, sys.stdout)
     except OSError as exc:
