@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from itertools import compress, repeat
 from operator import is_not
 from typing import Any
@@ -43,14 +44,17 @@ def find_step_key(keys: set[str]) -> str | None:
     return hits[0] if hits else None
 
 
+Getter = Callable[[str], list[Any]]  # a key -> every row's value for it, None where absent
+
+
 def steps_for(rows: list[dict[str, Any]], step_key: str | None, first_index: int,
-              may_have_bools: bool = True) -> np.ndarray:
+              may_have_bools: bool = True, get: Getter | None = None) -> np.ndarray:
     """Each row's step; rows without one inherit the previous row's (or their index)."""
     n = len(rows)
     index = np.arange(first_index, first_index + n, dtype=np.float64)
     if step_key is None:
         return index
-    vals = column(rows, step_key)
+    vals = column(rows, step_key) if get is None else get(step_key)
     mask = present(vals)
     if mask is None:
         steps, have = to_float_array(vals, may_have_bools)
@@ -76,12 +80,19 @@ def add_rows(rows: list[dict[str, Any]], cols: Columns, first_index: int, step_k
              may_have_bools: bool = True) -> None:
     if not rows:
         return
-    keys: set[str] = set().union(*rows)
-    steps = steps_for(rows, step_key, first_index, may_have_bools)
+    add_columns(rows, set().union(*rows), lambda key: column(rows, key), cols, first_index, step_key,
+                may_have_bools)
+
+
+def add_columns(rows: list[Any], keys: Iterable[str], get: Getter, cols: Columns, first_index: int,
+                step_key: str | None, may_have_bools: bool = True) -> None:
+    """The columns of decoded rows, whatever holds them (dicts, or typed.py's structs):
+    `get(key)` gives every row's value for `key`, None where the row has none."""
+    steps = steps_for(rows, step_key, first_index, may_have_bools, get)
     for key in keys:
         if key == step_key:
             continue
-        vals = column(rows, key)
+        vals = get(key)
         mask = present(vals)
         if mask is not None:  # sparse (eval entries, epoch rows): keep only the cells that exist
             vals = list(compress(vals, mask))
