@@ -56,7 +56,7 @@ class Template:
             return
         self.keys = (*self.keys, *sorted(new))
         fields = [(f"f{i}", _CELL, None) for i in range(len(self.keys))]
-        row_type = msgspec.defstruct("Row", fields, rename=dict(zip((f[0] for f in fields), self.keys)),
+        row_type = msgspec.defstruct("Row", fields, rename={f"f{i}": k for i, k in enumerate(self.keys)},
                                      forbid_unknown_fields=True, gc=False)
         self._decoder = msgspec.json.Decoder(list[row_type])
         self._getters = {k: attrgetter(f"f{i}") for i, k in enumerate(self.keys)}
