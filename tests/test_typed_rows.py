@@ -65,11 +65,11 @@ def _odd(rng: random.Random, step: int) -> str:
     elif kind == 12:
         return json.dumps(row).replace('"loss"', '"loss\\u00e9"')
     elif kind == 13:
-        return '{"step": %d, "loss": 1e999}' % step
+        return f'{{"step": {step}, "loss": 1e999}}'
     elif kind == 14:
-        return '{"step": %d, "loss": "\\ud800"}' % step
+        return f'{{"step": {step}, "loss": "\\ud800"}}'
     elif kind == 15:
-        return '{"step": %d, "loss": 0.5, "lr": [1, 2]}' % step
+        return f'{{"step": {step}, "loss": 0.5, "lr": [1, 2]}}'
     elif kind == 16:
         row["step"] = float(step) + 0.5
     elif kind == 17:
