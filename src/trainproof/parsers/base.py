@@ -64,11 +64,22 @@ class Columns:
         for name in list(self._points):
             self._flush(name)
         out = {}
-        for k, parts in self._chunks.items():
-            if len(parts) == 1:
-                out[k] = parts[0]
-            else:
-                out[k] = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+        # Columns read from the same rows hold the same step arrays (one per block): join
+        # those once and share the result. The step parts are dropped before any values are
+        # joined and each column's value parts as soon as they are, so memory peaks at the
+        # points kept plus one column, not at twice the points.
+        groups: dict[tuple[int, ...], list[str]] = {}
+        for k in self._chunks:
+            if len(self._chunks[k]) == 1:
+                out[k] = self._chunks[k][0]
+            else:  # every part is alive here, so equal ids are the same arrays
+                groups.setdefault(tuple(id(p[0]) for p in self._chunks[k]), []).append(k)
+        for names in groups.values():
+            steps = np.concatenate([p[0] for p in self._chunks[names[0]]])
+            values = {k: [p[1] for p in self._chunks.pop(k)] for k in names}
+            for k in names:
+                out[k] = (steps, np.concatenate(values.pop(k)))
+        self._chunks.clear()
         return out
 
     def bad_notes(self) -> list[str]:

@@ -16,16 +16,26 @@ types do the checking."""
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
 
-try:
-    import msgspec
-except ImportError:  # optional speed-up ([fast] extra)
-    msgspec = None
-
 from trainproof.parsers.progress import LLAMAFACTORY_STEP, LLAMAFACTORY_TOTAL, SWIFT_KEY
+
+# msgspec is imported when a reader first learns keys (importing it costs ~10 ms that
+# start-up and small logs need not pay); None when it is not installed ([fast] extra).
+msgspec: Any = True if importlib.util.find_spec("msgspec") is not None else None
+
+
+def _msgspec() -> Any:
+    global msgspec
+    if msgspec is True:
+        import msgspec as module
+
+        msgspec = module
+    return msgspec
+
 
 MAX_KEYS = 256  # a row with more distinct keys than this is not a metrics row: no struct
 
@@ -36,7 +46,8 @@ _CELL = int | float | str | None
 
 
 class Template:
-    """The keys seen so far and a decoder for lists of rows made of those keys only."""
+    """The keys seen so far and a decoder for lists of rows made of those keys only
+    (built when first needed: a log read in one block never imports msgspec)."""
 
     __slots__ = ("_decoder", "_getters", "keys")
 
@@ -48,26 +59,29 @@ class Template:
     def learn(self, rows: Iterable[dict[str, Any]]) -> None:
         """Add the keys of rows the general path decoded (never a progress field: rows
         that carry one are rewritten by progress.lift, so they stay on the general path)."""
-        if msgspec is None:
+        if msgspec is None or len(self.keys) >= MAX_KEYS:
             return
         known = set(self.keys)
         new = set().union(*rows) - known - _REWRITTEN if rows else set()
         if not new or len(known) + len(new) > MAX_KEYS or not all(type(k) is str for k in new):
             return
         self.keys = (*self.keys, *sorted(new))
-        fields = [(f"f{i}", _CELL, None) for i in range(len(self.keys))]
-        row_type = msgspec.defstruct("Row", fields, rename={f"f{i}": k for i, k in enumerate(self.keys)},
-                                     forbid_unknown_fields=True, gc=False)
-        self._decoder = msgspec.json.Decoder(list[row_type])
+        self._decoder = None
         self._getters = {k: attrgetter(f"f{i}") for i, k in enumerate(self.keys)}
 
     def decode(self, array_text: bytes) -> list[Any] | None:
         """The rows of a JSON array of objects, or None: not every row fits, use the general path."""
-        if self._decoder is None:
+        if not self.keys:
             return None
+        ms = _msgspec()
+        if self._decoder is None:
+            fields = [(f"f{i}", _CELL, None) for i in range(len(self.keys))]
+            row_type = ms.defstruct("Row", fields, rename={f"f{i}": k for i, k in enumerate(self.keys)},
+                                    forbid_unknown_fields=True, gc=False)
+            self._decoder = ms.json.Decoder(list[row_type])
         try:
             return self._decoder.decode(array_text)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (ms.DecodeError, ms.ValidationError):
             return None
 
     def column(self, rows: list[Any], key: str) -> list[Any]:
