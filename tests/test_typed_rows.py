@@ -193,3 +193,31 @@ def test_trainer_state_typed_slices_read_as_the_general_path(seed: int, tmp_path
     path.write_text(_hf_doc(seed), encoding="utf-8")
     fast, general = _both(hf.read, path, monkeypatch)
     _same(fast, general)
+
+
+def test_columns_share_steps_fork_when_apart_and_join_across_calls() -> None:
+    from trainproof.parsers.base import Columns
+
+    cols = Columns()
+    s1, s2, s3 = np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([5.0])
+    for name in ("loss", "lr"):
+        cols.extend(name, s1, np.array([0.1, 0.2]))
+    cols.extend("loss", s2, np.array([0.3, 0.4]))  # lr misses this block
+    cols.extend("lr", s3, np.array([0.5]))  # and gets other steps: its own buffer from here
+    cols.add("eval_loss", 7.0, 1.5)
+    cols.extend("empty", np.empty(0), np.empty(0))
+    out = cols.arrays()
+    assert out["loss"][0].tolist() == [1, 2, 3, 4] and out["loss"][1].tolist() == [0.1, 0.2, 0.3, 0.4]
+    assert out["lr"][0].tolist() == [1, 2, 5] and out["lr"][1].tolist() == [0.1, 0.2, 0.5]
+    assert out["eval_loss"][0].tolist() == [7.0] and out["empty"][0].size == 0
+    cols.extend("loss", np.array([9.0]), np.array([0.9]))  # after arrays(): new buffers, joined next time
+    again = cols.arrays()
+    assert again["loss"][0].tolist() == [1, 2, 3, 4, 9] and out["loss"][0].tolist() == [1, 2, 3, 4]
+    assert again["lr"][1].tolist() == [0.1, 0.2, 0.5]
+
+
+def test_columns_of_the_same_rows_share_one_steps_array(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps({"step": i, "loss": 1.0, "lr": 2.0}) + "\n" for i in range(5000)))
+    cols = jsonl.read(path).columns
+    assert np.shares_memory(cols["loss"][0], cols["lr"][0])
