@@ -43,6 +43,8 @@ def test_light_calls_import_nothing_heavy(argv: list[str]) -> None:
     mods = _imported(argv)
     heavy = [m for m in mods if any(m == h or m.startswith(h + ".") for h in HEAVY)]
     assert heavy == [], f"{argv} imported {heavy}"
+    if argv in (["--version"], ["--help"]):  # nothing past the parser: no command, no model
+        assert [m for m in mods if m.startswith(("trainproof.model", "trainproof.commands."))] == []
 
 
 def test_a_judging_call_imports_its_command_only() -> None:

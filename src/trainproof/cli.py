@@ -81,15 +81,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = registry()
     parser = build_parser(commands, lazy=True, only=_called(commands, argv))
-    from trainproof.model import ExitCode, InputError, ReportSet
-
     try:
         args = parser.parse_args(argv)
-    except InputError as exc:
+    except SystemExit as exc:  # --help / --version: done before the model is imported
+        return int(exc.code or 0)
+    except Exception as exc:
+        from trainproof.model import ExitCode, InputError
+
+        if not isinstance(exc, InputError):  # _Parser.error raises InputError, nothing else is expected
+            raise
         print(f"trainproof: error: {exc}", file=sys.stderr)
         return int(ExitCode.CANNOT_JUDGE)
-    except SystemExit as exc:  # --help / --version
-        return int(exc.code or 0)
+    from trainproof.model import ExitCode, InputError, ReportSet
+
     if getattr(args, "_cmd", None) is None:
         parser.print_help(sys.stderr)
         return int(ExitCode.CANNOT_JUDGE)
