@@ -19,6 +19,8 @@ from trainproof.commands import Command, registry
 if TYPE_CHECKING:
     from trainproof.model import ReportSet
 
+_OK, _CANNOT_JUDGE = 0, 2  # model.ExitCode's values, for the paths that do not import the model
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
@@ -92,9 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"trainproof: error: {exc}", file=sys.stderr)
         return int(ExitCode.CANNOT_JUDGE)
-    from trainproof.model import ExitCode, InputError, ReportSet
-
     if getattr(args, "_cmd", None) is None:
+        from trainproof.model import ExitCode
+
         parser.print_help(sys.stderr)
         return int(ExitCode.CANNOT_JUDGE)
     cmd: Command = args._cmd
@@ -102,16 +104,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.map = dict(args.map)
     try:
         result = cmd.run(args)
-    except InputError as exc:
-        result = ReportSet(cmd.name, error=str(exc))
     except KeyboardInterrupt:
         print("trainproof: interrupted", file=sys.stderr)
-        return int(ExitCode.CANNOT_JUDGE)
+        return _CANNOT_JUDGE
     except Exception as exc:  # the contract: an internal error is exit 2 and one line
-        result = ReportSet(cmd.name, error=f"internal error: {type(exc).__name__}: {exc}")
-    if isinstance(result, str):
+        from trainproof.model import InputError, ReportSet
+
+        why = str(exc) if isinstance(exc, InputError) else f"internal error: {type(exc).__name__}: {exc}"
+        result = ReportSet(cmd.name, error=why)
+    if isinstance(result, str):  # documentation (`rules`): printed without importing the model
         sys.stdout.write(result if result.endswith("\n") else result + "\n")
-        return int(ExitCode.OK)
+        return _OK
     return _emit(result, args)
 
 

@@ -7,45 +7,23 @@ tests/test_startup.py fails while the snapshot and the live catalogue disagree."
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
-from trainproof.model import Level
-
-SNAPSHOT = Path(__file__).with_name("rules_catalogue.json")
-
-
-@dataclass(frozen=True)
-class ThresholdDoc:
-    value: float
-    unit: str
-    why: str
+# Plain classes and os.path, not dataclasses, the model's Level or pathlib: printing one
+# rule's text should cost little more than starting Python.
+SNAPSHOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules_catalogue.json")
 
 
-@dataclass(frozen=True)
-class ExampleDoc:
-    data: Any
-
-
-@dataclass(frozen=True)
-class RuleDoc:
-    """The documented fields of a rules.Rule, under the same names (docs.py renders either)."""
+class RuleDoc(SimpleNamespace):
+    """The documented fields of a rules.Rule, under the same names (docs.py renders either):
+    id, level (.value), group, title, summary, why, fix, help_uri, thresholds (name ->
+    .value/.unit/.why), fires and passes (.data, or None), limits."""
 
     id: str
-    level: Level
-    group: str
-    title: str
-    summary: str
-    why: str
-    fix: str
-    help_uri: str
-    thresholds: Mapping[str, ThresholdDoc] = field(default_factory=dict)
-    fires: ExampleDoc | None = None
-    passes: ExampleDoc | None = None
-    limits: str = ""
 
     @property
     def anchor(self) -> str:
@@ -66,23 +44,29 @@ def snapshot_of(cat: Mapping[str, Any]) -> list[dict[str, Any]]:
              "fires": _example(r.fires), "passes": _example(r.passes)} for r in cat.values()]
 
 
-def load(path: Path = SNAPSHOT) -> dict[str, RuleDoc]:
+def _example_doc(data: Any) -> SimpleNamespace | None:
+    return None if data is None else SimpleNamespace(data=data)
+
+
+def load(path: str = SNAPSHOT) -> dict[str, RuleDoc]:
     """Every rule's documentation, in catalogue order, from the snapshot."""
+    with open(path, encoding="utf-8") as fh:
+        rules = json.load(fh)
     out = {}
-    for d in json.loads(path.read_text(encoding="utf-8")):
-        out[d["id"]] = RuleDoc(
-            d["id"], Level(d["level"]), d["group"], d["title"], d["summary"], d["why"], d["fix"],
-            d["help_uri"], {k: ThresholdDoc(*t) for k, t in d["thresholds"].items()},
-            None if d["fires"] is None else ExampleDoc(d["fires"]),
-            None if d["passes"] is None else ExampleDoc(d["passes"]), d["limits"])
+    for d in rules:
+        d["level"] = SimpleNamespace(value=d["level"])
+        d["thresholds"] = {k: SimpleNamespace(value=v, unit=u, why=w) for k, (v, u, w) in d["thresholds"].items()}
+        d["fires"], d["passes"] = _example_doc(d["fires"]), _example_doc(d["passes"])
+        out[d["id"]] = RuleDoc(**d)
     return out
 
 
-def write(path: Path = SNAPSHOT) -> None:
+def write(path: str = SNAPSHOT) -> None:
     from trainproof.rules import catalogue
 
     text = json.dumps(snapshot_of(catalogue()), indent=1, ensure_ascii=False)
-    path.write_text(text + "\n", encoding="utf-8")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text + "\n")
 
 
 if __name__ == "__main__":  # python -m trainproof.ruledocs

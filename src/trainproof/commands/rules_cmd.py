@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 
 from trainproof.docs import rule_markdown, rule_text, rules_markdown
-from trainproof.model import InputError
 from trainproof.ruledocs import load
 
 NAME = "rules"
@@ -30,5 +29,7 @@ def run(args: argparse.Namespace) -> str:
     if not rid.startswith("TP-"):
         rid = "TP-" + rid
     if rid not in cat:
+        from trainproof.model import InputError
+
         raise InputError(f"unknown rule {args.rule_id!r}; `trainproof rules` lists them")
     return rule_markdown(cat[rid]) if args.markdown else rule_text(cat[rid])
