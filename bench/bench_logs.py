@@ -3,14 +3,17 @@ machine in the same session (so the ratios hold even on a busy machine).
 
     python bench/bench_logs.py                  # 1M-entry trainer_state.json, 5M-line JSONL
     python bench/bench_logs.py --repeat 3 --small   # 100k / 500k, a quick look
+    python bench/bench_logs.py --naive          # also the naive json.loads reader (slow)
 
 Inputs come from ../shared/bench (deterministic generators) and are written under
 /tmp/trainproof-bench, never into the repository. For each input it reports the
 median wall time and peak RSS of:
   raw read   - reading the file's bytes once (the floor)
   naive      - the obvious Python approach: json.load / json.loads per line, then
-               per-entry loops into lists (what a straightforward tool does)
-  trainproof - `trainproof epoch FILE --json`
+               per-entry loops into lists (what a straightforward tool does; --naive)
+  trainproof - `trainproof epoch FILE --json`, this checkout (src/ first on the path)
+  0.22.0     - the same command of trainproof 0.22.0, where /tmp/venv-tp022 holds it
+               (python -m venv /tmp/venv-tp022 && /tmp/venv-tp022/bin/pip install trainproof==0.22.0)
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 GEN = ROOT.parent / "shared" / "bench"
 OUT = Path("/tmp/trainproof-bench")
+OLD = Path("/tmp/venv-tp022/bin/python")
 
 RAW = "import sys; f=open(sys.argv[1],'rb'); [None for _ in iter(lambda: f.read(1<<24), b'')]"
 NAIVE_HF = """
@@ -52,8 +56,9 @@ print(len(cols.get("loss", [])))
 
 def measure(cmd: list[str]) -> tuple[float, float]:
     """(wall seconds, peak RSS in MB) of one child process."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")} if cmd[0] == sys.executable else None
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) not in (0, 1):
@@ -77,26 +82,34 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--small", action="store_true")
+    ap.add_argument("--naive", action="store_true", help="also run the naive reader")
+    ap.add_argument("--old-repeat", type=int, default=1, help="runs of trainproof 0.22.0 (slow)")
     args = ap.parse_args()
     if not GEN.exists():
         raise SystemExit(f"{GEN} is absent: the generators live in ../shared/bench")
     inputs = generate(args.small)
     tp = [sys.executable, "-m", "trainproof", "epoch"]
-    print(f"| input | size | tool | wall s (median of {args.repeat}) | peak RSS MB | x raw read | x naive |")
+    print(f"| input | size | tool | wall s (median of {args.repeat}) | peak RSS MB | x raw read | x 0.22.0 |")
     print("|---|---|---|---|---|---|---|")
     for kind, path in inputs.items():
         naive = NAIVE_HF if kind == "hf" else NAIVE_JSONL
-        tools = {"raw read": [sys.executable, "-c", RAW, path], "naive": [sys.executable, "-c", naive, path],
-                 "trainproof": [*tp, str(path), "--json"]}
+        tools = {"raw read": [sys.executable, "-c", RAW, path], "trainproof": [*tp, str(path), "--json"]}
+        if args.naive:
+            tools["naive"] = [sys.executable, "-c", naive, path]
+        if OLD.exists():
+            tools["0.22.0"] = [str(OLD), "-m", "trainproof", "epoch", str(path), "--json"]
         results: dict[str, list[tuple[float, float]]] = {k: [] for k in tools}
-        for _ in range(args.repeat):  # interleaved, so load changes hit every tool alike
+        for i in range(args.repeat):  # interleaved, so load changes hit every tool alike
             for name, cmd in tools.items():
-                results[name].append(measure([str(c) for c in cmd]))
+                if name != "0.22.0" or i < args.old_repeat:
+                    results[name].append(measure([str(c) for c in cmd]))
         med = {k: (statistics.median(w for w, _ in v), max(m for _, m in v)) for k, v in results.items()}
         size = f"{path.stat().st_size / 1e6:.0f} MB"
+        old = med.get("0.22.0", (0.0, 0.0))[0]
         for name, (wall, rss) in med.items():
+            vs_old = f"{wall / old:.3f}" if old else ""
             print(f"| {kind} | {size} | {name} | {wall:.2f} | {rss:.0f} | {wall / med['raw read'][0]:.1f} "
-                  f"| {wall / med['naive'][0]:.2f} |")
+                  f"| {vs_old} |", flush=True)
     print(f"\nmachine: {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 

@@ -1,20 +1,31 @@
 """Command line: argparse built from the command registry; main(argv) -> exit code.
-The only place that prints results and decides the process exit status."""
+The only place that prints results and decides the process exit status.
+
+Start-up is kept light: only the command being run is imported and given its
+arguments (the others are listed by their declared help alone), and the model,
+the renderers and numpy are imported after the arguments are parsed, so that
+`--version`, `--help` and `rules` never pay for what judging needs."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from trainproof import __version__
 from trainproof.commands import Command, registry
-from trainproof.model import ExitCode, InputError, ReportSet
-from trainproof.render import write_outputs
+
+if TYPE_CHECKING:
+    from trainproof.model import ReportSet
+
+_OK, _CANNOT_JUDGE = 0, 2  # model.ExitCode's values, for the paths that do not import the model
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
+        from trainproof.model import InputError
+
         where = self.prog.removeprefix("trainproof").strip()
         raise InputError(f"{where}: {message}" if where else message)
 
@@ -45,30 +56,47 @@ def _add_shared(p: argparse.ArgumentParser, cmd: Command) -> None:
                        metavar="CANONICAL=COLUMN", help="name a metric's column (repeatable)")
 
 
-def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[Command], lazy: bool = False,
+                 only: Command | None = None) -> argparse.ArgumentParser:
+    """The whole CLI; `lazy` gives arguments to `only` alone (or to no command) and lists
+    the others by name and help without importing their modules: all that parsing needs."""
     parser = _Parser(prog="trainproof", description="A deterministic linter for ML training runs.")
     parser.add_argument("--version", action="version", version=f"trainproof {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for cmd in commands:
         p = sub.add_parser(cmd.name, aliases=list(cmd.aliases), help=cmd.help, description=cmd.help)
-        cmd.add_arguments(p)
-        _add_shared(p, cmd)
+        if not lazy or cmd is only:
+            cmd.add_arguments(p)
+            _add_shared(p, cmd)
         p.set_defaults(_cmd=cmd)
     return parser
+
+
+def _called(commands: Sequence[Command], argv: Sequence[str]) -> Command | None:
+    """The command a call names: the top level takes no option with a value, so its
+    first word that is not an option is the command (None: no command, or an unknown one)."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    return next((c for c in commands if word == c.name or word in c.aliases), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = registry()
-    parser = build_parser(commands)
+    parser = build_parser(commands, lazy=True, only=_called(commands, argv))
     try:
         args = parser.parse_args(argv)
-    except InputError as exc:
+    except SystemExit as exc:  # --help / --version: done before the model is imported
+        return int(exc.code or 0)
+    except Exception as exc:
+        from trainproof.model import ExitCode, InputError
+
+        if not isinstance(exc, InputError):  # _Parser.error raises InputError, nothing else is expected
+            raise
         print(f"trainproof: error: {exc}", file=sys.stderr)
         return int(ExitCode.CANNOT_JUDGE)
-    except SystemExit as exc:  # --help / --version
-        return int(exc.code or 0)
     if getattr(args, "_cmd", None) is None:
+        from trainproof.model import ExitCode
+
         parser.print_help(sys.stderr)
         return int(ExitCode.CANNOT_JUDGE)
     cmd: Command = args._cmd
@@ -76,20 +104,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.map = dict(args.map)
     try:
         result = cmd.run(args)
-    except InputError as exc:
-        result = ReportSet(cmd.name, error=str(exc))
     except KeyboardInterrupt:
         print("trainproof: interrupted", file=sys.stderr)
-        return int(ExitCode.CANNOT_JUDGE)
+        return _CANNOT_JUDGE
     except Exception as exc:  # the contract: an internal error is exit 2 and one line
-        result = ReportSet(cmd.name, error=f"internal error: {type(exc).__name__}: {exc}")
-    if isinstance(result, str):
+        from trainproof.model import InputError, ReportSet
+
+        why = str(exc) if isinstance(exc, InputError) else f"internal error: {type(exc).__name__}: {exc}"
+        result = ReportSet(cmd.name, error=why)
+    if isinstance(result, str):  # documentation (`rules`): printed without importing the model
         sys.stdout.write(result if result.endswith("\n") else result + "\n")
-        return int(ExitCode.OK)
+        return _OK
     return _emit(result, args)
 
 
 def _emit(rs: ReportSet, args: argparse.Namespace) -> int:
+    from trainproof.model import ExitCode
+    from trainproof.render import write_outputs
+
     try:
         write_outputs(rs, args, sys.stdout)
     except OSError as exc:

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from trainproof.rules import Rule, catalogue
+if TYPE_CHECKING:
+    from trainproof.ruledocs import RuleDoc
+    from trainproof.rules import Rule
 
 GROUP_TITLES = {
     "single_run": "Single run (epoch, doctor, watch, callbacks)",
@@ -24,7 +28,7 @@ def _example(data: object) -> str:
     return json.dumps(data, default=str)
 
 
-def rule_markdown(r: Rule) -> str:
+def rule_markdown(r: Rule | RuleDoc) -> str:
     out = [f"### {r.id}", "", f"**Level:** {r.level.value} · **Message:** {r.title}", "",
            f"**What it catches.** {r.summary}", "", f"**Why it matters.** {r.why}", ""]
     if r.thresholds:
@@ -41,8 +45,13 @@ def rule_markdown(r: Rule) -> str:
     return "\n".join(out)
 
 
-def rules_markdown() -> str:
-    cat = list(catalogue().values())
+def rules_markdown(catalogue: Mapping[str, Any] | None = None) -> str:
+    """RULES.md: from the live catalogue, or from the given one (ruledocs' snapshot)."""
+    if catalogue is None:
+        from trainproof.rules import catalogue as live
+
+        catalogue = live()
+    cat = list(catalogue.values())
     groups = [g for g in GROUP_TITLES if any(r.group == g for r in cat)]
     groups += sorted({r.group for r in cat} - set(groups))
     out = ["# trainproof rules", "",
@@ -65,7 +74,7 @@ def _slug(title: str) -> str:
     return keep
 
 
-def rule_text(r: Rule) -> str:
+def rule_text(r: Rule | RuleDoc) -> str:
     def para(label: str, body: str) -> list[str]:
         return [*textwrap.wrap(f"{label}: {body}", 78, subsequent_indent="  "), ""]
 

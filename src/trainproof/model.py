@@ -7,8 +7,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy stays off the start-up path of --version, --help and `rules`
+    import numpy as np
 
 
 class Level(str, enum.Enum):
@@ -76,6 +78,8 @@ class Series:
 
     @property
     def finite(self) -> np.ndarray:
+        import numpy as np
+
         return np.isfinite(self.values)
 
     def finite_only(self) -> Series:

@@ -29,15 +29,33 @@ class RawLog:
     step_column: str | None = None
 
 
-class Columns:
-    """Per-column (step, value) buffers: single points go to array('d'), whole
-    chunks (from vectorised readers) are kept as numpy arrays until the end."""
+class _Steps:
+    """One growing step buffer, shared by the columns read from the same rows."""
 
-    __slots__ = ("_chunks", "_points", "bad")
+    __slots__ = ("before", "data", "last")
+
+    def __init__(self) -> None:
+        self.data = array("d")
+        self.last: np.ndarray | None = None  # the steps array appended last (kept: ids stay unique)
+        self.before = 0  # the buffer's length before `last` was appended
+
+
+class Columns:
+    """Per-column (step, value) buffers. Values grow in place in array('d') buffers (a
+    large buffer grows by remapping, not by copying, and leaves no holes behind), and
+    columns extended with the same steps array in step with each other share one steps
+    buffer, so the points of a 5M-line log cost their 8 bytes each once: no list of
+    parts to join at the end, no steps array per column. arrays() hands out views of
+    the buffers and starts new ones; a later call joins what it handed out before with
+    what came since (watch reads a growing log this way)."""
+
+    __slots__ = ("_by_last", "_done", "_grow", "_points", "bad")
 
     def __init__(self) -> None:
         self._points: dict[str, tuple[array, array]] = {}
-        self._chunks: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+        self._grow: dict[str, tuple[_Steps, array]] = {}
+        self._by_last: dict[int, _Steps] = {}  # id of a steps array -> the buffer it was appended to last
+        self._done: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # handed out by arrays()
         self.bad: dict[str, int] = {}  # per column: values that were not numbers
 
     def add(self, name: str, step: float, value: float) -> None:
@@ -49,7 +67,30 @@ class Columns:
 
     def extend(self, name: str, steps: np.ndarray, values: np.ndarray) -> None:
         self._flush(name)
-        self._chunks.setdefault(name, []).append((steps, values))
+        self._append(name, np.ascontiguousarray(steps, dtype=np.float64),
+                     np.ascontiguousarray(values, dtype=np.float64))
+
+    def _append(self, name: str, steps: np.ndarray, values: np.ndarray) -> None:
+        col = self._grow.get(name)
+        if col is None:
+            buf = self._by_last.get(id(steps))
+            if buf is None or buf.last is not steps or buf.before != 0:
+                buf = _Steps()
+            col = self._grow[name] = (buf, array("d"))
+        buf, vals = col
+        n = len(vals)
+        if buf.last is steps and buf.before == n:
+            pass  # a sibling column appended these very steps at this very length
+        else:
+            if len(buf.data) != n:  # the siblings moved on without this column: its own copy
+                fork = _Steps()
+                fork.data = buf.data[:n]
+                buf = fork
+                self._grow[name] = (buf, vals)
+            buf.before, buf.last = n, steps
+            buf.data.frombytes(memoryview(steps).cast("B"))
+            self._by_last[id(steps)] = buf
+        vals.frombytes(memoryview(values).cast("B"))
 
     def reject(self, name: str, count: int = 1) -> None:
         self.bad[name] = self.bad.get(name, 0) + count
@@ -57,19 +98,24 @@ class Columns:
     def _flush(self, name: str) -> None:
         col = self._points.pop(name, None)
         if col is not None and len(col[0]):
-            pair = (np.frombuffer(col[0], dtype=np.float64), np.frombuffer(col[1], dtype=np.float64))
-            self._chunks.setdefault(name, []).append(pair)
+            self._append(name, np.frombuffer(col[0], dtype=np.float64), np.frombuffer(col[1], dtype=np.float64))
 
     def arrays(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         for name in list(self._points):
             self._flush(name)
-        out = {}
-        for k, parts in self._chunks.items():
-            if len(parts) == 1:
-                out[k] = parts[0]
-            else:
-                out[k] = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
-        return out
+        views: dict[int, np.ndarray] = {}  # one view per steps buffer: columns share it
+        for name, (buf, vals) in self._grow.items():
+            n = len(vals)
+            whole = views.get(id(buf))
+            if whole is None:
+                whole = views[id(buf)] = _view(buf.data)
+            new = (whole if n == len(whole) else whole[:n], _view(vals))
+            old = self._done.get(name)
+            self._done[name] = new if old is None else (np.concatenate([old[0], new[0]]),
+                                                        np.concatenate([old[1], new[1]]))
+        self._grow.clear()  # the buffers now back the arrays handed out: new points go to new ones
+        self._by_last.clear()
+        return dict(self._done)
 
     def bad_notes(self) -> list[str]:
         return [f"{n} non-numeric value(s) in column '{k}' ignored" for k, n in sorted(self.bad.items())]
@@ -77,6 +123,10 @@ class Columns:
 
 _SPECIAL = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf,
             "infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf}
+
+
+def _view(buf: array) -> np.ndarray:
+    return np.frombuffer(buf, dtype=np.float64) if len(buf) else np.empty(0)
 
 
 def number(v: object) -> float | None:

@@ -20,7 +20,8 @@ from trainproof.model import InputError
 from trainproof.parsers.base import Columns, RawLog, require_file
 from trainproof.parsers.compressed import open_log
 from trainproof.parsers.jsonutil import loads, may_have_bools
-from trainproof.parsers.rows import add_rows
+from trainproof.parsers.rows import add_columns, add_rows
+from trainproof.parsers.typed import Template
 
 NAME = "hf"
 SLICE = 4 << 20
@@ -64,7 +65,12 @@ def _slices(data: bytes) -> tuple[bytes, list[tuple[int, int]]]:
     return data[: m.end()] + data[end.end() - 1 :], out
 
 
-def _entries(data: bytes) -> tuple[dict[str, Any], Iterator[tuple[list[Any], bool]]]:
+# (entries, may hold booleans, typed): dicts from the general decoder, or typed.py's
+# structs for a slice of plain entries of known keys
+Chunk = tuple[list[Any], bool, bool]
+
+
+def _entries(data: bytes, template: Template) -> tuple[dict[str, Any], Iterator[Chunk]]:
     try:
         rest, pieces = _slices(data)
         doc = loads(rest)
@@ -72,32 +78,50 @@ def _entries(data: bytes) -> tuple[dict[str, Any], Iterator[tuple[list[Any], boo
     except (_Irregular, ValueError):
         return _whole(data)
 
-    def gen() -> Iterator[tuple[list[Any], bool]]:
-        yield decoded[0], may_have_bools(data[pieces[0][0]:pieces[0][1]])
+    def gen() -> Iterator[Chunk]:
+        yield decoded[0], may_have_bools(data[pieces[0][0]:pieces[0][1]]), False
         for a, b in pieces[1:]:
-            raw = data[a:b]
-            yield loads(b"[" + raw + b"]"), may_have_bools(raw)
+            raw = b"[" + data[a:b] + b"]"
+            typed = template.decode(raw)
+            if typed is not None and not _maybe_summary(typed[-3:], template):
+                yield typed, False, True
+            else:
+                yield loads(raw), may_have_bools(raw), False
 
     return doc, gen()
 
 
-def _whole(data: bytes) -> tuple[dict[str, Any], Iterator[tuple[list[Any], bool]]]:
+def _maybe_summary(rows: list[Any], template: Template) -> bool:
+    """Could one of these typed entries be the summary? Typed rows read a null and a missing
+    key alike, so any entry without a loss value leaves the slice to the general path,
+    where is_summary decides."""
+    losses = [template.column(rows, k) for k in _POINT_KEYS]
+    return any(all(v is None for v in cells) for cells in zip(*losses, strict=True))
+
+
+def _whole(data: bytes) -> tuple[dict[str, Any], Iterator[Chunk]]:
     doc = loads(data)
     if not isinstance(doc, dict) or not isinstance(doc.get("log_history"), list):
         raise _Irregular
     history = doc["log_history"]
-    return doc, iter([(history, True)])
+    return doc, iter([(history, True, False)])
 
 
 def read(path: Path) -> RawLog:
     require_file(path)
     with open_log(path) as fh:
         data = fh.read()
+    template = Template()
     try:
-        doc, chunks = _entries(data)
+        doc, chunks = _entries(data, template)
         cols, notes = Columns(), []
         records, not_objects, summary = 0, 0, None
-        for entries, bools in chunks:
+        for entries, bools, typed in chunks:
+            if typed:  # the typed rows hold no boolean
+                add_columns(entries, template.keys, lambda k, rows=entries: template.column(rows, k), cols,
+                            records, "step", may_have_bools=False)
+                records += len(entries)
+                continue
             rows = entries if set(map(type, entries)) == {dict} else [e for e in entries if type(e) is dict]
             not_objects += len(entries) - len(rows)
             points = [e for e in rows if not is_summary(e)] if any(map(is_summary, rows[-3:])) else rows
@@ -105,6 +129,7 @@ def read(path: Path) -> RawLog:
                 summary = next(e for e in reversed(rows) if is_summary(e))
             add_rows(points, cols, records, "step", bools)
             records += len(points)
+            template.learn(points)
     except (_Irregular, ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not a readable trainer_state.json ({_short(exc)})") from None
     if not isinstance(doc, dict):

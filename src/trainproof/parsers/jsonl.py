@@ -17,10 +17,11 @@ from trainproof.parsers.columns import looks_like_metric
 from trainproof.parsers.compressed import open_log
 from trainproof.parsers.jsonutil import loads, may_have_bools
 from trainproof.parsers.progress import Planned, lift
-from trainproof.parsers.rows import add_rows, find_step_key, flatten
+from trainproof.parsers.rows import add_columns, add_rows, find_step_key, flatten
+from trainproof.parsers.typed import Template
 
 NAME = "jsonl"
-BLOCK = 8 << 20
+BLOCK = 4 << 20
 MAX_LINE = 64 << 20  # a longer "line" is not a log record; skip it instead of buffering it
 # One object of last values, not a log: W&B's end-of-run summary (files/wandb-summary.json);
 # that run's history is read from its run directory (parsers/wandb).
@@ -96,9 +97,19 @@ def decode_block(chunk: bytes, tally: Tally, planned: Planned) -> list[dict[str,
     return rows
 
 
+def _typed_block(chunk: bytes, template: Template) -> list[Any] | None:
+    """The rows of a block of flat records of known keys, decoded without dicts; None when
+    the block holds anything else (typed.py: the decoder's types do the checking; a blank
+    line is an empty array element, which fails to decode too)."""
+    body = chunk.strip()
+    if not body or body[:1] != b"{":
+        return None
+    return template.decode(b"[" + body.replace(b"\n", b",") + b"]")
+
+
 def read(path: Path) -> RawLog:
     require_file(path)
-    cols, tally, planned = Columns(), Tally(), Planned()
+    cols, tally, planned, template = Columns(), Tally(), Planned(), Template()
     step_key: str | None = None
     decided = False
     half_written = False
@@ -111,6 +122,16 @@ def read(path: Path) -> RawLog:
             step_key, decided = find_step_key(set().union(*rows[:100])), True
         add_rows(rows, cols, tally.records, step_key, may_have_bools(raw))
         tally.records += len(rows)
+        template.learn(rows)
+
+    def take_block(chunk: bytes) -> None:
+        typed = _typed_block(chunk, template) if decided else None
+        if typed is None:
+            take(decode_block(chunk, tally, planned), chunk)
+        elif typed:
+            add_columns(typed, template.keys, lambda key: template.column(typed, key), cols, tally.records,
+                        step_key, may_have_bools=False)  # the typed rows hold no boolean
+            tally.records += len(typed)
 
     with open_log(path) as fh:
         rest = b""
@@ -131,7 +152,7 @@ def read(path: Path) -> RawLog:
                 rest = b""
             chunk = rest + head
             rest = tail
-            take(decode_block(chunk, tally, planned), chunk)
+            take_block(chunk)
         if skipping:
             tally.oversized += 1
         elif rest.strip():

@@ -17,7 +17,7 @@ from typing import Any
 SWIFT_KEY = "global_step/max_steps"
 LLAMAFACTORY_STEP, LLAMAFACTORY_TOTAL = "current_steps", "total_steps"
 SWIFT_STEP = "global_step"  # the name the lifted step gets; a step spelling
-_MARKS = (SWIFT_KEY.encode(), LLAMAFACTORY_STEP.encode())
+MARKS = (SWIFT_KEY.encode(), LLAMAFACTORY_STEP.encode())  # a block without these has no progress field
 
 
 class Planned:
@@ -35,7 +35,7 @@ class Planned:
 def lift(rows: list[dict[str, Any]], raw: bytes, planned: Planned) -> None:
     """Rewrite rows in place: the step under a step name, the planned total into `planned`.
     A byte test first, so other logs pay nothing per row."""
-    swift, llamafactory = (m in raw for m in _MARKS)
+    swift, llamafactory = (m in raw for m in MARKS)
     if swift:
         for r in rows:
             text = r.pop(SWIFT_KEY, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from itertools import compress, repeat
 from operator import is_not
 from typing import Any
@@ -43,14 +44,18 @@ def find_step_key(keys: set[str]) -> str | None:
     return hits[0] if hits else None
 
 
+_FEW_MISSING = 64
+Getter = Callable[[str], list[Any]]  # a key -> every row's value for it, None where absent
+
+
 def steps_for(rows: list[dict[str, Any]], step_key: str | None, first_index: int,
-              may_have_bools: bool = True) -> np.ndarray:
+              may_have_bools: bool = True, get: Getter | None = None) -> np.ndarray:
     """Each row's step; rows without one inherit the previous row's (or their index)."""
     n = len(rows)
     index = np.arange(first_index, first_index + n, dtype=np.float64)
     if step_key is None:
         return index
-    vals = column(rows, step_key)
+    vals = column(rows, step_key) if get is None else get(step_key)
     mask = present(vals)
     if mask is None:
         steps, have = to_float_array(vals, may_have_bools)
@@ -65,10 +70,41 @@ def steps_for(rows: list[dict[str, Any]], step_key: str | None, first_index: int
     return np.where(carry >= 0, steps[np.maximum(carry, 0)], index)
 
 
+def _numbers(key: str, vals: list[Any], steps: np.ndarray, cols: Columns) -> bool:
+    """A column of numbers and gaps, converted in one C call before looking for gaps: numpy
+    reads None as NaN, so an array without NaN had a number in every cell, and where it has
+    NaN the gaps are the None cells (the other NaNs are values). Only for cells known to
+    hold no boolean (numpy reads True as 1.0). Adds what the general loop below would and
+    returns True, or returns False (text, anything numpy cannot convert) and adds nothing."""
+    try:
+        arr = np.array(vals, dtype=np.float64)
+    except (ValueError, TypeError):
+        return False
+    if arr.ndim != 1:
+        return False
+    if not np.isnan(arr).any():
+        if arr.size:
+            cols.extend(key, steps, arr)
+        return True
+    mask = present(vals)
+    if mask is None:
+        cols.extend(key, steps, arr)
+    elif mask.any():
+        cols.extend(key, steps[mask], arr[mask])
+    return True
+
+
 def present(vals: list[Any]) -> np.ndarray | None:
     """Mask of the cells that hold something, or None when every cell does (C loops)."""
-    if vals.count(None) == 0:
+    missing = vals.count(None)
+    if missing == 0:
         return None
+    if missing <= _FEW_MISSING:  # a dense column with a few gaps (the eval rows): find them in C
+        mask, at = np.ones(len(vals), dtype=bool), -1
+        for _ in range(missing):
+            at = vals.index(None, at + 1)
+            mask[at] = False
+        return mask
     return np.fromiter(map(is_not, vals, repeat(None)), dtype=bool, count=len(vals))
 
 
@@ -76,12 +112,22 @@ def add_rows(rows: list[dict[str, Any]], cols: Columns, first_index: int, step_k
              may_have_bools: bool = True) -> None:
     if not rows:
         return
-    keys: set[str] = set().union(*rows)
-    steps = steps_for(rows, step_key, first_index, may_have_bools)
+    add_columns(rows, set().union(*rows), lambda key: column(rows, key), cols, first_index, step_key,
+                may_have_bools)
+
+
+def add_columns(rows: list[Any], keys: Iterable[str], get: Getter, cols: Columns, first_index: int,
+                step_key: str | None, may_have_bools: bool = True) -> None:
+    """The columns of decoded rows, whatever holds them (dicts, or typed.py's structs):
+    `get(key)` gives every row's value for `key`, None where the row has none."""
+    steps = steps_for(rows, step_key, first_index, may_have_bools, get)
     for key in keys:
         if key == step_key:
             continue
-        vals = column(rows, key)
+        vals = get(key)
+        # a first cell that is a gap suggests a sparse column (eval rows), cheaper below
+        if not may_have_bools and vals and vals[0] is not None and _numbers(key, vals, steps, cols):
+            continue
         mask = present(vals)
         if mask is not None:  # sparse (eval entries, epoch rows): keep only the cells that exist
             vals = list(compress(vals, mask))

@@ -12,13 +12,16 @@ import os
 import stat
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from trainproof.probes.audio_header import HEAD_BYTES, wav_missing_bytes
+
+if TYPE_CHECKING:  # concurrent.futures is imported when a pool runs, not by every command
+    from concurrent.futures import Executor
 
 BLOCK_FRAMES = 1 << 16  # 64 Ki frames: a few hundred KiB per block, whatever the file's length
 AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3")
@@ -205,6 +208,8 @@ def _measure_task(args: tuple[str, Levels]) -> AudioStats | AudioProblem:
 
 
 def make_executor(workers: int, kind: str = "thread") -> Executor:
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor  # only `data` runs a pool
+
     if kind == "process":
         return ProcessPoolExecutor(max_workers=workers)
     return ThreadPoolExecutor(max_workers=workers)
@@ -258,6 +263,8 @@ def identical_groups(files: Iterable[tuple[int, str, int]], workers: int = 0,
     if not candidates:
         return []
     unique = sorted({p for _, p in candidates})
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=workers or default_workers()) as pool:
         digests = dict(zip(unique, pool.map(digest, unique), strict=True))
     by_digest: dict[str, list[int]] = defaultdict(list)

@@ -1,0 +1,90 @@
+"""Regular JSON rows decoded straight into columns, without a dict per row (msgspec,
+when installed: the [fast] extra).
+
+Training logs repeat the same few keys on every row. A block of rows is decoded into a
+msgspec Struct whose fields are the keys seen so far, each optional (missing reads as
+None, like dict.get) and typed number, string or null, and each column is then read
+with one C loop. The decoder refuses (and the block goes through the general path
+unchanged) any row with a key not in the struct or one the readers rewrite (progress
+fields), a boolean, a nested object or list, a bare NaN/Infinity, a number out of
+range, or anything that is not an object. So this path only sees rows the general
+path reads as flat dicts without booleans, and hands the same per-column value lists
+to the same conversion (rows.add_columns): it is a faster decoder, not a second
+reading of the values. The key set grows with the keys the general path meets, so a
+new key costs one slow block, not every one. No byte scan of the block is needed: the
+types do the checking."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable
+from operator import attrgetter
+from typing import Any
+
+from trainproof.parsers.progress import LLAMAFACTORY_STEP, LLAMAFACTORY_TOTAL, SWIFT_KEY
+
+# msgspec is imported when a reader first learns keys (importing it costs ~10 ms that
+# start-up and small logs need not pay); None when it is not installed ([fast] extra).
+msgspec: Any = True if importlib.util.find_spec("msgspec") is not None else None
+
+
+def _msgspec() -> Any:
+    global msgspec
+    if msgspec is True:
+        import msgspec as module
+
+        msgspec = module
+    return msgspec
+
+
+MAX_KEYS = 256  # a row with more distinct keys than this is not a metrics row: no struct
+
+
+_REWRITTEN = frozenset({SWIFT_KEY, LLAMAFACTORY_STEP, LLAMAFACTORY_TOTAL})
+# No bool (so the conversion may skip its bool scan), no object or list (nothing to flatten).
+_CELL = int | float | str | None
+
+
+class Template:
+    """The keys seen so far and a decoder for lists of rows made of those keys only
+    (built when first needed: a log read in one block never imports msgspec)."""
+
+    __slots__ = ("_decoder", "_getters", "keys")
+
+    def __init__(self) -> None:
+        self.keys: tuple[str, ...] = ()
+        self._decoder: Any = None
+        self._getters: dict[str, attrgetter[Any]] = {}
+
+    def learn(self, rows: Iterable[dict[str, Any]]) -> None:
+        """Add the keys of rows the general path decoded (never a progress field: rows
+        that carry one are rewritten by progress.lift, so they stay on the general path)."""
+        if msgspec is None or len(self.keys) >= MAX_KEYS:
+            return
+        known = set(self.keys)
+        new = set().union(*rows) - known - _REWRITTEN if rows else set()
+        if not new or len(known) + len(new) > MAX_KEYS or not all(type(k) is str for k in new):
+            return
+        self.keys = (*self.keys, *sorted(new))
+        self._decoder = None
+        self._getters = {k: attrgetter(f"f{i}") for i, k in enumerate(self.keys)}
+
+    def decode(self, array_text: bytes) -> list[Any] | None:
+        """The rows of a JSON array of objects, or None: not every row fits, use the general path."""
+        if not self.keys:
+            return None
+        ms = _msgspec()
+        if self._decoder is None:
+            fields = [(f"f{i}", _CELL, None) for i in range(len(self.keys))]
+            row_type = ms.defstruct("Row", fields, rename={f"f{i}": k for i, k in enumerate(self.keys)},
+                                    forbid_unknown_fields=True, gc=False)
+            self._decoder = ms.json.Decoder(list[row_type])
+        try:
+            return self._decoder.decode(array_text)
+        except (ms.DecodeError, ms.ValidationError):
+            return None
+
+    def column(self, rows: list[Any], key: str) -> list[Any]:
+        """Every row's value for `key`, None where absent: what rows.column gives for dicts."""
+        get = self._getters.get(key)
+        return [None] * len(rows) if get is None else list(map(get, rows))
