@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -174,3 +175,41 @@ def require_file(path: Path) -> None:
     if path.is_dir():
         raise InputError(f"{path}: is a directory, expected a log file")
     require_regular(path)
+
+
+class LineBlocks:
+    """A byte stream as blocks of whole lines (each ending at a newline), read `size`
+    bytes at a time: readers decode a block in one call instead of a call per line.
+    A line longer than `max_line` is skipped and counted in `oversized`, so one runaway
+    line (a progress bar that never prints a newline) costs bounded memory; what follows
+    the last newline is left in `tail` once the blocks are exhausted (a half-written last
+    line, or a final line without its newline). `cr` reads a carriage return as a line
+    end too (tqdm redraws its bar with them)."""
+
+    def __init__(self, fh: BinaryIO, size: int, max_line: int, cr: bool = False) -> None:
+        self._fh, self._size, self._max, self._cr = fh, size, max_line, cr
+        self.oversized = 0
+        self.tail = b""
+
+    def __iter__(self) -> Iterator[bytes]:
+        rest, skipping = b"", False
+        while block := self._fh.read(self._size):
+            if self._cr:
+                block = block.replace(b"\r", b"\n")
+            cut = block.rfind(b"\n")
+            if cut < 0:
+                if not skipping:
+                    rest += block
+                    if len(rest) > self._max:
+                        rest, skipping = b"", True
+                continue
+            head, tail = block[: cut + 1], block[cut + 1 :]
+            if skipping:  # the rest of an oversized line
+                head, skipping, rest = head[head.find(b"\n") + 1 :], False, b""
+                self.oversized += 1
+            yield rest + head
+            rest = tail
+        if skipping:
+            self.oversized += 1
+        else:
+            self.tail = rest

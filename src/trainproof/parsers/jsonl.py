@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainproof.parsers.base import Columns, RawLog, require_file
+from trainproof.parsers.base import Columns, LineBlocks, RawLog, require_file
 from trainproof.parsers.columns import looks_like_metric
 from trainproof.parsers.compressed import open_log
 from trainproof.parsers.jsonutil import loads, may_have_bools
@@ -134,28 +134,12 @@ def read(path: Path) -> RawLog:
             tally.records += len(typed)
 
     with open_log(path) as fh:
-        rest = b""
-        skipping = False
-        while block := fh.read(BLOCK):
-            cut = block.rfind(b"\n")
-            if cut < 0:
-                if not skipping:
-                    rest += block
-                    if len(rest) > MAX_LINE:
-                        rest, skipping = b"", True
-                continue
-            head, tail = block[: cut + 1], block[cut + 1 :]
-            if skipping:  # drop the rest of an oversized line
-                nl = head.find(b"\n")
-                head, skipping = head[nl + 1 :], False
-                tally.oversized += 1
-                rest = b""
-            chunk = rest + head
-            rest = tail
+        lines = LineBlocks(fh, BLOCK, MAX_LINE)
+        for chunk in lines:
             take_block(chunk)
-        if skipping:
-            tally.oversized += 1
-        elif rest.strip():
+        tally.oversized += lines.oversized
+        rest = lines.tail
+        if rest.strip():
             last = _last_line(rest)
             if last is None:
                 half_written = True

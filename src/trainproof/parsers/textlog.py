@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from trainproof.model import InputError
-from trainproof.parsers.base import Columns, RawLog, number, require_file
+from trainproof.parsers.base import Columns, LineBlocks, RawLog, number, require_file
 from trainproof.parsers.columns import looks_like_metric
 from trainproof.parsers.compressed import open_log
 from trainproof.parsers.textlog_patterns import PATTERNS, Hit, Pattern, State
@@ -148,27 +148,12 @@ def read(path: Path) -> RawLog:
     require_file(path)
     scanner = Scanner()
     with open_log(path) as fh:
-        rest, skipping = b"", False
-        while block := fh.read(BLOCK):
-            block = block.replace(b"\r", b"\n")
-            cut = block.rfind(b"\n")
-            if cut < 0:
-                if not skipping:
-                    rest += block
-                    if len(rest) > MAX_LINE:
-                        rest, skipping = b"", True
-                continue
-            head, tail = block[: cut + 1], block[cut + 1 :]
-            if skipping:  # the rest of an oversized line
-                head, skipping = head[head.find(b"\n") + 1 :], False
-                scanner.oversized += 1
-                rest = b""
-            scanner.feed(rest + head)
-            rest = tail
-        if skipping:
-            scanner.oversized += 1
-        elif rest.strip():
-            scanner.feed(rest)
+        lines = LineBlocks(fh, BLOCK, MAX_LINE, cr=True)
+        for chunk in lines:
+            scanner.feed(chunk)
+        scanner.oversized += lines.oversized
+        if lines.tail.strip():
+            scanner.feed(lines.tail)
     if not scanner.hits:
         raise InputError(_nothing_read(path, scanner))
     return scanner.raw()
