@@ -227,3 +227,29 @@ def test_every_rank_takes_the_same_decision_and_only_the_main_one_speaks(tmp_pat
 def test_an_unknown_policy_is_refused_at_construction():
     with pytest.raises(ValueError, match="policy"):
         TrainproofCallback(policy="stop")
+
+
+def confidently_wrong(vocab):
+    """A GPT-2 whose output is certain of token 0 at every position: the start of a
+    fine-tune whose targets are not what the model predicts (shuffled or misaligned
+    labels on a pretrained model), made by setting weights rather than by pretraining."""
+    model = gpt2(vocab)
+    with torch.no_grad():
+        model.transformer.ln_f.weight.zero_()
+        model.transformer.ln_f.bias.fill_(1.0)
+        model.transformer.wte.weight[0].fill_(3.0)  # tied head: token 0's logit is 3 x n_embd
+    return model
+
+
+def test_the_models_vocabulary_lets_the_callback_stop_a_confidently_wrong_start(blocks, tmp_path, capsys):
+    data, vocab = blocks
+    torch.manual_seed(0)
+    cb = TrainproofCallback(policy="stop_on_fail")
+    trainer = train(confidently_wrong(vocab), data, 5e-4, cb, tmp_path)
+    first = logged(trainer, "loss")[0]
+    assert first > math.log(vocab) + 1  # the premise: far above chance at the first log
+    assert cb.stopped_at == trainer.state.global_step < 5
+    assert "TP-START-ABOVE-CHANCE" in {f.rule_id for f in cb.findings}
+    chance = next(f for f in cb.findings if f.rule_id == "TP-START-ABOVE-CHANCE")
+    assert "GPT2LMHeadModel.config" in chance.evidence
+    assert "[FAIL] TP-START-ABOVE-CHANCE" in capsys.readouterr().err

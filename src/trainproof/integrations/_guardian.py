@@ -81,6 +81,7 @@ class Guardian:
         self._announced: set[str] = set()
         self._events = 0
         self._last_judged = 0
+        self.meta: dict[str, object] = {}  # what the run's own log would carry beside it (its vocabulary)
 
     def due(self, values: Mapping[str, float]) -> bool:
         """Judge every log event early on, then thin out deterministically (every rank
@@ -94,7 +95,7 @@ class Guardian:
 
     def judge(self, with_telemetry: bool = False) -> Report:
         exclude = () if with_telemetry else TELEMETRY
-        raw = RawLog(self.metrics.columns(exclude), self.metrics.records, step_column="step")
+        raw = RawLog(self.metrics.columns(exclude), self.metrics.records, meta=dict(self.meta), step_column="step")
         report = judge_run(build_run(self.subject, self.fmt, raw, {}))
         if self._stop is not None:
             report = replace(report, findings=(*report.findings, self._stop))

@@ -30,6 +30,7 @@ from trainproof.integrations._guardian import (
     warn_message,
 )
 from trainproof.parsers.hf import is_summary
+from trainproof.probes.vocab import vocabulary_from_config
 
 try:
     from transformers import TrainerCallback
@@ -59,6 +60,11 @@ class TrainproofCallback(GuardianResults, TrainerCallback):
     def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
         scheduled = int(state.max_steps or 0) or None
         self._guardian = Guardian(self.policy, str(args.output_dir), "hf-callback", scheduled)
+        config = getattr(kw.get("model"), "config", None)
+        if hasattr(config, "to_dict"):  # the model's vocabulary: what a confidently wrong start is judged by
+            vocab, _ = vocabulary_from_config(config.to_dict(), f"{type(kw['model']).__name__}.config")
+            if vocab is not None:
+                self._guardian.meta["vocabulary"] = vocab
         device = getattr(args, "device", None)
         if getattr(device, "type", "") == "cuda":
             self._gpu = GpuProbe(local_device_index(getattr(device, "index", None)))

@@ -52,6 +52,17 @@ def find_vocabulary(log: Path, given: int | None, max_bytes: int) -> tuple[Vocab
     return Vocabulary(found.size, found.kind, found.source, width, init, width_src), notes
 
 
+def vocabulary_from_config(config: dict[str, Any], source: str) -> tuple[Vocabulary | None, list[str]]:
+    """The vocabulary a model's configuration states (what a saved config.json holds, as
+    the training callbacks see it in memory), with notes on why there is none."""
+    notes: list[str] = []
+    found = _from_config(config, source, notes)
+    if found is None:
+        return None, notes
+    width = _width(config)
+    return Vocabulary(found.size, found.kind, found.source, width, _init(config), source if width else ""), notes
+
+
 def _read(p: Path, max_bytes: int, notes: list[str]) -> Any:
     try:
         if p.stat().st_size > max_bytes:
