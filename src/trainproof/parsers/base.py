@@ -213,3 +213,16 @@ class LineBlocks:
             self.oversized += 1
         else:
             self.tail = rest
+
+
+def bounded_lines(fh: BinaryIO, max_line: int) -> Iterator[bytes | None]:
+    """The lines of a stream one at a time, each read at most `max_line` bytes at once: a
+    longer line is read past without being kept and comes out as None (the caller counts
+    it), so one runaway line costs bounded memory."""
+    while line := fh.readline(max_line):
+        if len(line) == max_line and not line.endswith(b"\n"):
+            while (rest := fh.readline(max_line)) and not rest.endswith(b"\n"):
+                pass
+            yield None
+            continue
+        yield line

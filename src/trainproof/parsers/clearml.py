@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from trainproof.model import InputError
-from trainproof.parsers.base import Columns, RawLog, number, require_file
+from trainproof.parsers.base import Columns, RawLog, bounded_lines, number, require_file
 from trainproof.parsers.jsonutil import loads
 
 NAME = "clearml"
@@ -150,10 +150,8 @@ def _replaced_notes(fh: IO[bytes]) -> list[str]:
 
 def _read_events(fh: IO[bytes]) -> RawLog:
     cols, tally = Columns(), Tally()
-    while line := fh.readline(MAX_LINE):
-        if len(line) == MAX_LINE and not line.endswith(b"\n"):
-            while (rest := fh.readline(MAX_LINE)) and not rest.endswith(b"\n"):
-                pass
+    for line in bounded_lines(fh, MAX_LINE):
+        if line is None:
             tally.oversized += 1
             continue
         if not line.strip():

@@ -17,9 +17,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
 
-from trainproof.parsers.base import Columns, RawLog
+from trainproof.parsers.base import Columns, RawLog, bounded_lines
 from trainproof.parsers.stores import RunRef, UnknownRun
 
 META, METRICS = "meta.yaml", "metrics"
@@ -130,9 +129,8 @@ def _read_metric(f: Path, key: str, cols: Columns) -> tuple[int, int]:
     """Points of one metric file into cols; returns (points read, malformed lines)."""
     points = malformed = 0
     with open(f, "rb") as fh:
-        while line := fh.readline(MAX_LINE):
-            if not line.endswith(b"\n") and len(line) == MAX_LINE:
-                _skip_rest(fh)
+        for line in bounded_lines(fh, MAX_LINE):
+            if line is None:
                 malformed += 1
                 continue
             parts = line.split()
@@ -151,8 +149,3 @@ def _read_metric(f: Path, key: str, cols: Columns) -> tuple[int, int]:
             cols.add(key, step, value)
             points += 1
     return points, malformed
-
-
-def _skip_rest(fh: BinaryIO) -> None:
-    while (chunk := fh.readline(MAX_LINE)) and not chunk.endswith(b"\n"):
-        pass
