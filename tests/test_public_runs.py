@@ -1,0 +1,78 @@
+"""The public-runs corpus: its shape, its round trip through the real readers, and the precision bar.
+
+The bar is issue #17's: on strangers' runs every FAIL is right and no clearly
+broken run passes, on both halves (design and report). WARNs on runs labelled
+PASS are counted in EVIDENCE_MATRIX.md, not failed here: a WARN is "right or
+arguable"."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("public_runs", ROOT / "scripts" / "public_runs.py")
+assert _spec is not None and _spec.loader is not None
+public_runs = importlib.util.module_from_spec(_spec)
+sys.modules["public_runs"] = public_runs
+_spec.loader.exec_module(public_runs)
+
+DOCS = public_runs.load_corpus()
+MIN_RUNS = 100  # the issue's floor for a corpus that can show precision at all
+
+
+@pytest.fixture(scope="module")
+def judged() -> list:
+    return public_runs.judge_all(DOCS)
+
+
+def test_corpus_is_large_cited_and_split() -> None:
+    assert len(DOCS) >= MIN_RUNS
+    halves = Counter(d["half"] for d in DOCS)
+    assert min(halves.values()) >= MIN_RUNS // 3, halves
+    assert len({d["id"] for d in DOCS}) == len(DOCS)
+    # one run per repository unless they are different runs: no repository dominates a half
+    per_repo = Counter(d["source"]["repo"] for d in DOCS)
+    assert max(per_repo.values()) <= 2, per_repo.most_common(3)
+    sources = (ROOT / "public_runs" / "SOURCES.md").read_text(encoding="utf-8")
+    missing = [d["id"] for d in DOCS if d["id"] not in sources]
+    assert not missing, f"not cited in public_runs/SOURCES.md: {missing}"
+
+
+def test_corpus_has_broken_runs_to_miss() -> None:
+    labels = Counter(d["label"]["verdict"] for d in DOCS)
+    assert labels["FAIL"] >= 5 and labels["PASS"] >= 30, labels
+
+
+@pytest.mark.parametrize("doc", DOCS[:12], ids=lambda d: d["id"][:40])
+def test_rebuilt_file_reads_back_the_extracted_series(doc: dict, tmp_path: Path) -> None:
+    from trainproof.parsers import read_run
+
+    run = read_run(public_runs.rebuild(doc, tmp_path))
+    loss = run.get("loss")
+    if "loss" not in doc["series"]:
+        assert loss is None
+        return
+    want = np.array(doc["series"]["loss"], dtype=float)
+    want = want[np.argsort(want[:, 0], kind="stable")]
+    assert loss is not None
+    np.testing.assert_array_equal(loss.steps, want[:, 0])
+    np.testing.assert_array_equal(loss.values, want[:, 1])
+
+
+@pytest.mark.parametrize("half", public_runs.HALVES)
+def test_every_fail_is_right_and_no_broken_run_passes(judged: list, half: str) -> None:
+    wrong = [f"{j.run_id}: labelled {j.label}{' (broken)' if j.broken else ''} ({j.why}), got {j.verdict} "
+             f"{list(j.findings)}" for j in judged if j.half == half and not public_runs.agrees(j)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_precision_table_is_current(judged: list) -> None:
+    text = public_runs.render(judged)
+    assert text in (ROOT / "EVIDENCE_MATRIX.md").read_text(encoding="utf-8"), \
+        "run `python scripts/public_runs.py --write`"
