@@ -20,6 +20,7 @@ reader check.
     python scripts/public_runs.py              # the table, printed
     python scripts/public_runs.py --write      # rewrite the table in EVIDENCE_MATRIX.md
     python scripts/public_runs.py --runs       # one line per run: label, verdict, findings
+    python scripts/public_runs.py --sources    # rewrite public_runs/SOURCES.md from the run files
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "public_runs" / "runs"
 MATRIX = ROOT / "EVIDENCE_MATRIX.md"
+SOURCES = ROOT / "public_runs" / "SOURCES.md"
 BEGIN, END = "<!-- public-runs:begin -->", "<!-- public-runs:end -->"
 HALVES = ("design", "report")
 VERDICTS = ("PASS", "WARN", "FAIL")
@@ -235,12 +237,38 @@ def write_matrix(text: str) -> None:
     MATRIX.write_text(doc, encoding="utf-8")
 
 
+def render_sources(docs: Iterable[Mapping]) -> str:
+    """public_runs/SOURCES.md: where every run's numbers came from, with its label."""
+    lines = [
+        "# Sources of the public runs",
+        "",
+        "Generated from `runs/*.json` by `python scripts/public_runs.py --sources`. Each row cites the file the "
+        "numbers were read from (repository, commit, path); the label was written from the curve before the "
+        "tool ran.",
+        "",
+        "| id | source | task | half | label | why |",
+        "|---|---|---|---|---|---|",
+    ]
+    for d in sorted(docs, key=lambda d: d["id"]):
+        src, label = d["source"], d["label"]
+        url = f"https://github.com/{src['repo']}/blob/{src['commit']}/{src['path']}"
+        cell = [d["id"], f"[{src['repo']}@{src['commit'][:7]}]({url.replace(' ', '%20')})", d.get("task", ""),
+                d["half"], label["verdict"] + (" (broken)" if label.get("broken") else ""), label["why"]]
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cell) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help=f"rewrite the table in {MATRIX.name}")
     ap.add_argument("--runs", action="store_true", help="one line per run")
     ap.add_argument("--half", choices=HALVES, help="only this half")
+    ap.add_argument("--sources", action="store_true", help=f"rewrite {SOURCES.name} from the run files")
     opts = ap.parse_args(argv)
+    if opts.sources:
+        SOURCES.write_text(render_sources(load_corpus()), encoding="utf-8")
+        print(f"wrote {SOURCES.relative_to(ROOT)}")
+        return 0
     docs = [d for d in load_corpus() if opts.half in (None, d["half"])]
     judged = judge_all(docs)
     if opts.runs:
