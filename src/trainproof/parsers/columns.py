@@ -54,6 +54,12 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
     # logged interval (Megatron's counters; DeepSpeed's running total is differenced)
     "skipped_iters": ("skipped_iters", "number_of_skipped_iterations", "skipped_iterations"),
     "nan_iters": ("nan_iters", "number_of_nan_iterations", "nan_iterations"),
+    # policy-gradient RL fine-tunes: the mean reward of the batch (TRL GRPO/RLOO `reward`,
+    # TRL PPO `objective/scores`, verl `critic/rewards/mean`) and GRPO's share of prompt
+    # groups whose completions all scored the same (rules/rl.py)
+    "reward": ("reward", "train_reward", "reward_mean", "rewards_mean", "objective_scores",
+               "critic_rewards_mean", "critic_score_mean"),
+    "frac_reward_zero_std": ("frac_reward_zero_std", "train_frac_reward_zero_std"),
 }
 
 _SEP = re.compile(r"[/\-. ]+")
