@@ -304,3 +304,16 @@ def test_concurrent_threads_write_whole_files(tmp_path):
     for t in threads:
         t.join()
     assert not errors and json.loads(target.read_text())["w"] in "xyz" and _quiet_dir(tmp_path) == ["t.json"]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a file name that is not UTF-8")
+@pytest.mark.parametrize("argv", [["--json"], ["--github"], ["--sarif", "-"], ["--html", "-"], ["--junit", "-"],
+                                  ["--json-out", "-"]])
+@pytest.mark.parametrize("encoding", ["utf-8:strict", "ascii"])
+def test_an_undecodable_file_name_never_breaks_standard_output(tmp_path, argv, encoding):
+    log = _diverging(tmp_path / os.fsdecode(b"run\xff.jsonl"))
+    proc = subprocess.run([sys.executable, "-m", "trainproof", "epoch", str(log), *argv], capture_output=True,
+                          timeout=120, env={**ENV, "PYTHONIOENCODING": encoding})
+    assert proc.returncode == 1 and proc.stderr == b""
+    if argv[0] in ("--json", "--sarif", "--json-out"):
+        json.loads(proc.stdout)

@@ -51,13 +51,25 @@ def write_stdout(text: str, out: TextIO | None = None) -> None:
     ends the output quietly. Any other failure (a full disk) is an OutputError."""
     stream = sys.stdout if out is None else out
     try:
-        stream.write(text)
+        stream.write(printable(text, stream))
         stream.flush()
     except BrokenPipeError:
         silence_stdout()
     except OSError as exc:
         silence_stdout()
         raise OutputError(f"cannot write to standard output: {exc.strerror or exc}") from None
+
+
+def printable(text: str, stream: TextIO) -> str:
+    """`text` as the stream can encode it: a character it cannot (an undecodable byte of
+    a file name, under a strict UTF-8 or an ASCII locale) is written as an escape, the
+    same way report files write it, instead of raising half-way through the output."""
+    enc = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(enc)
+        return text
+    except (UnicodeEncodeError, LookupError):
+        return text.encode(enc if enc != "unknown" else "utf-8", "backslashreplace").decode(enc, "replace")
 
 
 def silence_stdout() -> None:

@@ -34,7 +34,7 @@ from trainproof.probes.vocab import Vocabulary
 from trainproof.render import jsonout
 from trainproof.rules.live import STALL, Progress
 from trainproof.signals import interrupt_word
-from trainproof.stdio import silence_stdout, stdout_format
+from trainproof.stdio import printable, silence_stdout, stdout_format
 
 NAME = "watch"
 HELP = "judge a growing training log live, while the run writes it"
@@ -204,7 +204,7 @@ class Watch:
             if changed:
                 doc = jsonout.document(ReportSet(NAME, (report,)))
                 doc["event"], doc["time"] = "verdict", time.strftime("%Y-%m-%dT%H:%M:%S%z")
-                self.out.write(json.dumps(doc, allow_nan=False, separators=(",", ":")) + "\n")
+                self.out.write(printable(json.dumps(doc, allow_nan=False, separators=(",", ":")) + "\n", self.out))
                 self.out.flush()
         elif changed or new_records:
             self._say(status_line(report, ids))
@@ -212,7 +212,7 @@ class Watch:
     def _say(self, text: str) -> None:
         if not self.progress_lines:
             return
-        self.out.write(f"[{time.strftime('%H:%M:%S')}] {text}\n")
+        self.out.write(printable(f"[{time.strftime('%H:%M:%S')}] {text}\n", self.out))
         self.out.flush()
 
 
