@@ -317,3 +317,30 @@ def test_an_undecodable_file_name_never_breaks_standard_output(tmp_path, argv, e
     assert proc.returncode == 1 and proc.stderr == b""
     if argv[0] in ("--json", "--sarif", "--json-out"):
         json.loads(proc.stdout)
+
+
+def test_a_report_never_replaces_the_users_log(run_cli, tmp_path):
+    base, run = tmp_path / "base.json", tmp_path / "run.json"
+    for p in (base, run):
+        p.write_bytes(FIXTURES.joinpath("hf_regression/trainer_state.json").read_bytes())
+    before = base.read_bytes()
+    code, _, err = run_cli("compare", "--html", base, run)  # --html took the baseline as its PATH
+    assert code == 2 and base.read_bytes() == before
+    assert len(err.strip().splitlines()) == 1 and "is not an HTML report: not overwritten" in err
+    for option in ("--sarif", "--junit", "--json-out"):
+        code, _, err = run_cli("epoch", run, option, base)
+        assert code == 2 and base.read_bytes() == before and "not overwritten" in err
+
+
+def test_a_report_replaces_a_report_or_an_empty_file(run_cli, tmp_path):
+    for option, name in (("--sarif", "r.sarif"), ("--junit", "r.xml"), ("--json-out", "r.json"), ("--html", "r.html")):
+        target = tmp_path / name
+        target.touch()
+        for _ in range(2):  # an empty file, then the report written the first time
+            code, _, err = run_cli("epoch", NONFINITE, option, target)
+            assert code == 1 and err == "" and target.stat().st_size > 0
+
+
+def test_an_empty_report_path_is_refused(run_cli):
+    code, out, err = run_cli("epoch", NONFINITE, "--sarif", "")
+    assert code == 2 and out == "" and err.strip() == "trainproof: error: --sarif was given an empty PATH"
