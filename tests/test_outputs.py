@@ -270,12 +270,16 @@ def test_sigterm_before_anything_was_read_is_exit_2(tmp_path):
 
 
 def test_sigterm_while_judging_is_one_line_and_exit_2(tmp_path):
-    # `env --module` imports a module that sleeps: trainproof is busy when the signal comes.
-    (tmp_path / "slow.py").write_text("import time\ntime.sleep(30)\n")
+    # `env --module` imports a module that sleeps: trainproof is busy judging when the
+    # signal comes (the module says when its import began).
+    started = tmp_path / "started"
+    (tmp_path / "slow.py").write_text(f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(30)\n")
     p = subprocess.Popen([sys.executable, "-m", "trainproof", "env", "--module", "slow", "--cwd", str(tmp_path),
                           "--import-timeout", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=ENV)
-    time.sleep(1.5)
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 2 and err.strip() == "trainproof: terminated (SIGTERM)" and "Traceback" not in out
