@@ -525,13 +525,18 @@ def eval_loss_climbing(run: Run) -> list[Finding] | Skip:
     e_min, e_end = float(e.values[i]), float(e.values[-1])
     if e_min <= 0:
         return Skip(SkipKind.DEGENERATE, "eval loss is not positive")
-    # Train loss at the eval minimum vs at the end: "falls" means it kept going down.
-    then = float(t.values[min(np.searchsorted(t.steps, e.steps[i]), len(t) - 1)])
-    k = max(1, min(int(OVERFIT.t("train_end_max")), int(len(t) * OVERFIT.t("train_end_share"))))
-    train_end = stats.robust_median(t.values[-k:])
+    then, train_end = train_then_and_now(t, float(e.steps[i]))
     ratio = e_end / e_min
     if ratio > OVERFIT.t("ratio") and train_end < then:
         return [OVERFIT.finding(_where(run, e.steps[i]), eval_end=e_end, eval_min=e_min,
                                 eval_min_step=float(e.steps[i]), ratio=ratio,
                                 train_then=then, train_end=train_end)]
     return []
+
+
+def train_then_and_now(t: Series, step: float) -> tuple[float, float]:
+    """The finite train loss at `step` (an eval minimum) and at the end, as TP-OVERFIT reads
+    them: "the train loss kept falling" means now < then."""
+    then = float(t.values[min(np.searchsorted(t.steps, step), len(t) - 1)])
+    k = max(1, min(int(OVERFIT.t("train_end_max")), int(len(t) * OVERFIT.t("train_end_share"))))
+    return then, stats.robust_median(t.values[-k:])
