@@ -52,9 +52,9 @@ TOO_EARLY = rule(
     limits="Warm-up is read from the logged LR (schedule.py); a log without an LR column, or "
     "whose first logged LR is already the peak, is judged from its first point. The planned "
     "length comes from max_steps (HF trainer_state.json) or total_steps (LLaMA-Factory); "
-    "without one only the points after warm-up are counted, and a log whose LR still rises "
-    "at its end waits. A log that reached its planned length is always judged: there is no "
-    "later look to wait for.",
+    "without one only the points after warm-up are counted. A finished run whose LR rose "
+    "to its last step (warm-up as long as the run) is not judged for progress either: it "
+    "never trained at its planned rate.",
 )
 
 
@@ -83,13 +83,13 @@ def progress_gate(run: Run, s: Series) -> Gate:
     seen = seen_text(sched)
     tail = f" ({seen})" if seen else ""
     start = sched.warmup_end if sched.warmup_end is not None else (float(s.steps[0]) if len(s) else None)
-    if sched.seen_fraction is not None and sched.seen_fraction >= 1.0:
-        # The planned run is over: there is no later look to wait for, and a warm-up as long
-        # as the run (warmup_steps >= max_steps) is itself something to judge.
-        return Gate(True, "", seen, start)
     if sched.warming_up:
-        return Gate(False, f"the LR is still rising at its last logged step {sched.last_step:g} "
-                    f"(warm-up){tail}", seen, None)
+        # Finished or not: a run whose LR rose to its last step never trained at its planned
+        # rate (warmup_steps >= max_steps), and its progress says nothing about that rate.
+        ended = sched.seen_fraction is not None and sched.seen_fraction >= 1.0
+        what = "the run ended with its LR still rising (warm-up as long as the run)" if ended else \
+            f"the LR is still rising at its last logged step {sched.last_step:g} (warm-up)"
+        return Gate(False, f"{what}{tail}", seen, None)
     if sched.warmup_end is not None:
         after = int((s.steps > sched.warmup_end).sum())
         if after < TOO_EARLY.t("min_points"):
