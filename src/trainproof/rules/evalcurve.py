@@ -36,14 +36,20 @@ _GAP_SE = Threshold(
     "TP-LOSS-ROSE's bar.")
 _GIVEBACK = Threshold(
     0.5, "of the curve's own drop (log space)",
-    "Relative to what the curve gained: giving back half of the drop from the first evaluation "
-    "to the best is no longer a wobble around a plateau; a curve that never dropped gives back "
-    "everything it rises. On a loss near 0.2 a ratio to the best is the wrong unit (0.219 -> "
-    "0.40 is a small absolute move and a huge one against the curve's own gain).")
+    "Relative to what the curve gained: half of the drop from the first evaluation at full LR "
+    "to the best, in log space - back up to the geometric mean of start and best - is no "
+    "wobble around a plateau and no transient that is recovering (a design-half public run "
+    "whose eval loss went 2208 -> 603 -> 1038 -> 667 gives back 27 % over its last three "
+    "evaluations), while a curve that fell 10x is not failed for a 20 % uptick. A curve that "
+    "never dropped gives back all it rises. On a loss near 0.2 a ratio to the best is the "
+    "wrong unit (0.219 -> 0.40 is a small absolute move and a huge one against the curve's "
+    "own gain).")
 _RISE = Threshold(
-    0.05, "fraction of the best eval loss",
-    "TP-LOSS-ROSE's band, mirrored: on a very smooth eval curve a rise of a few parts in a "
-    "thousand can be many noise units and still mean nothing.")
+    0.1, "fraction of the best eval loss",
+    "On a very smooth eval curve a rise of a few parts in a thousand can be many noise units "
+    "and still mean nothing; a plateaued train loss beside an eval loss a few percent above "
+    "its best is mild overfitting, not damage. Twice TP-LOSS-ROSE's 5 % band, because this "
+    "FAIL stands on the eval curve alone; an LR too high moves eval loss by tens of percent.")
 _TRAIN_END_SHARE = Threshold(
     0.1, "of the train loss points",
     "The train loss 'now' is the median of the last tenth of the log: recent enough to be the "
@@ -103,7 +109,9 @@ EVAL_DIVERGE = rule(
                    "eval_loss": [2.55, 2.6, 3.1, 3.6, 4.5, 4.0, 3.9, 4.1]}),
     passes=Example({"loss": [1.4, 1.2, 1.1, 1.0, 0.95, 0.9, 0.88, 0.86],
                     "eval_loss": [1.5, 1.3, 1.2, 1.15, 1.12, 1.1, 1.11, 1.1]}),
-    limits="A positive eval loss is required. When the train loss kept falling past the eval "
+    limits="Judged from the first evaluation after warm-up (schedule.py), so the drop the curve "
+    "gives back is the one made at full learning rate. A positive eval loss is required. When "
+    "the train loss kept falling past the eval "
     "minimum the climb is TP-OVERFIT's (WARN). Corroborating metrics are reported in the "
     "evidence; they never make or unmake the finding.",
 )
@@ -178,6 +186,13 @@ def corroboration(run: Run, floor_step: float) -> str:
     return "; " + ", ".join(said) if said else ""
 
 
+def _from(e: Series, start: float | None) -> Series:
+    if start is None:
+        return e
+    keep = e.steps >= start
+    return Series(e.name, e.steps[keep], e.values[keep])
+
+
 def _eval(run: Run, minimum: int) -> Series | Skip:
     ev = run.get("eval_loss")
     if ev is None:
@@ -218,6 +233,11 @@ def eval_loss_worse(run: Run) -> list[Finding] | Skip:
     gate = progress_gate(run, e)
     if not gate.open:
         return not_yet(gate)
+    # Judged from the first evaluation at full LR: what warm-up did is not the curve's drop.
+    e = _from(e, gate.start)
+    if len(e) < EVAL_DIVERGE.t("min_points"):
+        return Skip(SkipKind.TOO_FEW, f"{len(e)} eval points after warm-up, needs "
+                    f"{int(EVAL_DIVERGE.t('min_points'))}")
     c = measure_climb(e)
     if c is None or not c.fires:
         return []
