@@ -2,8 +2,10 @@
 has been seen. The progress rules (TP-DEAD-RUN, TP-FLAT, TP-LOSS-ROSE, TP-DIVERGE and
 the eval-curve rule) judge how a whole run has gone; on a log that ends inside warm-up,
 or only a sliver past it, they would judge a run that has not started learning at full
-rate yet (a DPO run at ln 2 with its LR still at 2e-7). Such a log is "not checked
-yet" - TP-TOO-EARLY, a NOT-CHECKED finding - never PASS by silence and never dead.
+rate yet (a DPO run at ln 2 with its LR still at 2e-7). On such a log they are "not
+checked yet": each records a typed skip saying so (the report's statement lists it, as
+it lists every skip), and TP-TOO-EARLY (INFO) says it once among the findings - never
+PASS by silence, and never dead.
 
 Declared here with its thresholds; `progress_gate` is the only code that decides, and
 every progress rule asks it. `seen_text` is how their findings say how much of the run
@@ -20,17 +22,18 @@ from trainproof.schedule import Schedule, read_schedule
 G = "single_run"
 
 TOO_EARLY = rule(
-    id="TP-TOO-EARLY", level=Level.NOT_CHECKED, group=G,
+    id="TP-TOO-EARLY", level=Level.INFO, group=G,
     title="Too early to judge the run's progress.",
     evidence="{reason}; the progress checks (dead-run, flat-loss, rise, divergence, eval-curve) "
     "wait for >= {limit_min_points} loss points after warm-up and, when the plan is known, "
     ">= {limit_min_fraction:.0%} of it past warm-up",
     summary="The log ends inside warm-up, or too little past it, for the progress rules to "
-    "judge; they are not checked yet (the other checks still run).",
+    "judge; they are not checked yet and say so as skips (the other checks still run).",
     why="Warm-up is the part of a run where the learning rate is still far below the one "
     "the run is planned at, so a loss that barely moves there is what every healthy run "
     "does (a DPO or GRPO loss sits at ln 2 until the LR arrives). Calling that dead, flat "
-    "or diverged is a false alarm; calling it PASS claims a check that did not happen.",
+    "or diverged is a false alarm; saying nothing would let a PASS claim checks that did "
+    "not happen.",
     fix="Judge the log again later in the run, or judge the finished log.",
     thresholds={
         "min_points": Threshold(
@@ -119,7 +122,12 @@ def too_early(run: Run) -> list[Finding] | Skip:
     s = judged_series(run)
     if s is None:
         return Skip(SkipKind.NO_DATA, "no loss column in the log")
-    gate = progress_gate(run, s.finite_only())
+    s = s.finite_only()
+    if len(s) < TOO_EARLY.t("min_points"):
+        # Fewer points than the gate asks for after warm-up: no progress rule could run on
+        # them anyway, and their own skips say why.
+        return Skip(SkipKind.TOO_FEW, f"{len(s)} finite {s.name} points, needs {int(TOO_EARLY.t('min_points'))}")
+    gate = progress_gate(run, s)
     if gate.open:
         return []
     return [TOO_EARLY.finding(Location(run.path, read_schedule(run).last_step), reason=gate.reason)]
