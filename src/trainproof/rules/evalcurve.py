@@ -117,6 +117,7 @@ EVAL_DIVERGE = rule(
 )
 
 # Metrics beside the eval loss and which way is better: they corroborate, never decide.
+# `reward` is read once a reader maps it (rules/rl.py's canonical column on main).
 CORROBORATING = (("eval_wer", -1.0), ("eval_accuracy", 1.0), ("reward", 1.0))
 
 
