@@ -230,3 +230,38 @@ def test_an_eval_curve_verdict_survives_how_it_was_logged():
     ev = [2.55, 2.6, 2.9, 3.1, 3.6, 4.5, 3.9, 4.2, 4.0, 4.3]
     base = assert_invariant(_eval_run(train.tolist(), ev), "whisper-like")
     assert "TP-EVAL-DIVERGE" in base[1]
+
+
+def thin(k: int) -> Perturbation:
+    """Every k-th per-step point kept (the logging interval times k), the first kept."""
+    def apply(run: Run) -> Run:
+        kept = run.series["loss"].steps[::k]
+        return _map(run, lambda s: _keep(s, np.isin(s.steps, kept)) if s.name in PER_STEP else s)
+    return apply
+
+
+def _per_step(loss: np.ndarray) -> Run:
+    return _run(loss.tolist(), 0, 10)
+
+
+@pytest.mark.parametrize("k", [1, 2, 5])
+def test_divergence_held_after_the_floor_survives_thinning(k):
+    """TP-DIVERGE's new conditions count blocks, not points: a late two-point bump stays
+    no divergence and a rise held from half-way stays one at x2 and x5 thinning."""
+    rng = np.random.default_rng(7)
+    t = np.arange(400, dtype=np.float64)
+    base = (0.05 + 2.0 * np.exp(-t / 50)) * np.exp(rng.normal(0, 0.01, 400))
+    bump = base.copy()
+    bump[-2 * k:] *= 1.6  # the last two logged points at any thinning
+    held = base.copy()
+    held[200:] *= 1.01 ** np.arange(200)
+    assert "TP-DIVERGE" not in verdict(thin(k)(_per_step(bump)))[1]
+    assert "TP-DIVERGE" in verdict(thin(k)(_per_step(held)))[1]
+
+
+@pytest.mark.parametrize("k", [2, 5])
+def test_an_eval_curve_verdict_survives_a_coarser_train_log(k):
+    rng = np.random.default_rng(3)
+    train = (np.interp(np.arange(80), [0, 30, 79], [1.24, 2.16, 1.79]) * np.exp(rng.normal(0, 0.02, 80)))
+    ev = [2.55, 2.6, 2.9, 3.1, 3.6, 4.5, 3.9, 4.2, 4.0, 4.3]
+    assert "TP-EVAL-DIVERGE" in verdict(thin(k)(_eval_run(train.tolist(), ev)))[1]
