@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from trainproof.examples import run_from
@@ -144,3 +145,17 @@ def test_planned_steps_from_llamafactory_total_steps():
     run = read_run(ROOT / "tests/fixtures/core/progress/llamafactory/SYNTHETIC_trainer_log.jsonl")
     s = read_schedule(run)
     assert s.planned_steps == 100 and s.last_step == run.step_span[1]
+
+
+def test_a_long_warm_up_logged_every_step_is_still_rising_at_its_end():
+    """Near the top of a 10,000-step linear warm-up each step adds < 0.1 % (SAME_LR); the
+    log still ends inside warm-up."""
+    lr = (np.arange(1, 9001) * 1e-7).tolist()  # steps 1..9,000 of a warm-up to 1e-3
+    s = read_schedule(run_from({"loss": [0.69] * len(lr), "lr": lr}))
+    assert s.warming_up and s.warmup_end == 9000.0
+
+
+def test_a_constant_lr_after_warm_up_is_not_rising():
+    lr = [1e-5, 2e-5, 3e-5] + [3e-5] * 20
+    s = read_schedule(run_from({"loss": [1.0] * len(lr), "lr": lr}))
+    assert not s.warming_up and s.warmup_end == 3.0

@@ -24,6 +24,9 @@ from trainproof.model import Run
 # cosine, step decay) moves by more than this between logged points or is a flat stretch.
 SAME_LR = 1e-3
 
+# Relative difference below which two LRs computed by a scheduler are the same value.
+ROUNDOFF = 1e-9
+
 # Meta keys that carry the planned number of optimizer steps: HF trainer_state.json's
 # `max_steps` (also what parsers/progress.py files LLaMA-Factory's `total_steps` and
 # ms-swift's max_steps under), and `total_steps` should a reader keep that spelling.
@@ -100,13 +103,13 @@ def planned_steps(meta: object) -> float | None:
     return None
 
 
-def _up(a: float, b: float) -> bool:
-    """b is a higher LR than a, beyond rounding."""
-    return b > a * (1.0 + SAME_LR) if a > 0 else b > 0
-
-
-def _down(a: float, b: float) -> bool:
-    return b < a * (1.0 - SAME_LR)
+def _moves(values: np.ndarray) -> np.ndarray:
+    """+1 / -1 / 0 for each step between logged points: up, down, or the same LR (within
+    SAME_LR). From 0, any positive LR is up."""
+    a, b = values[:-1], values[1:]
+    up = np.where(a > 0, b > a * (1.0 + SAME_LR), b > 0)
+    down = b < a * (1.0 - SAME_LR)
+    return up.astype(np.int8) - down.astype(np.int8)
 
 
 def _warmup(values: np.ndarray) -> tuple[int | None, bool]:
@@ -114,30 +117,30 @@ def _warmup(values: np.ndarray) -> tuple[int | None, bool]:
     the last point). The initial rise is the longest prefix that never goes down; warm-up
     is seen only when that prefix ends higher than it began."""
     n = values.size
-    j = 0
-    while j + 1 < n and not _down(values[j], values[j + 1]):
-        j += 1
+    moves = _moves(values)
+    downs = np.flatnonzero(moves < 0)
+    j = int(downs[0]) if downs.size else n - 1  # last index of the prefix
     top = float(values[: j + 1].max())
-    if not _up(float(values[0]), top):
+    if not np.any(moves[:j] > 0):
         return None, False  # no rise: the first logged LR is already the initial peak
     first = int(np.flatnonzero(values[: j + 1] >= top * (1.0 - SAME_LR))[0])
-    still = j == n - 1 and _up(float(values[-2]), float(values[-1]))
-    return (n - 1 if still else first), still
+    # Still rising at the end: the prefix runs to the last point and that point is above the
+    # first one at the peak. A long warm-up logged every step moves by less than SAME_LR per
+    # point near its top, so the last move alone cannot say it; a constant LR after warm-up
+    # repeats the peak exactly (ROUNDOFF allows for float arithmetic in the scheduler).
+    still = j == n - 1 and (moves[-1] > 0 or values[-1] > values[first] * (1.0 + ROUNDOFF))
+    return (n - 1 if still else first), bool(still)
 
 
 def _restarts(values: np.ndarray, start: int) -> list[int]:
-    """Indices after `start` where the LR rises and the movement before it was a fall."""
-    out: list[int] = []
-    falling = False
-    for i in range(start + 1, values.size):
-        a, b = float(values[i - 1]), float(values[i])
-        if _down(a, b):
-            falling = True
-        elif _up(a, b):
-            if falling:
-                out.append(i)
-            falling = False
-    return out
+    """Indices after `start` where the LR rises and the last move before it was a fall."""
+    moves = _moves(values)[start:]
+    idx = np.flatnonzero(moves)
+    if idx.size < 2:
+        return []
+    signs = moves[idx]
+    hits = idx[1:][(signs[1:] > 0) & (signs[:-1] < 0)]
+    return [int(i) + start + 1 for i in hits]
 
 
 def _zero_touches(values: np.ndarray) -> list[int]:
@@ -145,10 +148,6 @@ def _zero_touches(values: np.ndarray) -> list[int]:
     series that has positive values: the point where a schedule passes through 0 (a
     warm-up from 0, a decay to 0, a cycle's trough), not a stretch spent at lr = 0."""
     zero = values == 0.0
-    out = []
-    for i in np.flatnonzero(zero):
-        before = i == 0 or not zero[i - 1]
-        after = i == values.size - 1 or not zero[i + 1]
-        if before and after:
-            out.append(int(i))
-    return out
+    before = np.concatenate(([False], zero[:-1]))
+    after = np.concatenate((zero[1:], [False]))
+    return [int(i) for i in np.flatnonzero(zero & ~before & ~after)]
