@@ -14,8 +14,8 @@ from trainproof.commands import registry
 from trainproof.engine import judge_run
 from trainproof.examples import run_from
 from trainproof.rules import catalogue
+from trainproof.rules.evalcurve import OVERFIT
 from trainproof.rules.live import STALL
-from trainproof.rules.run import OVERFIT
 from trainproof.rules.timing import STEP_CLIFF
 
 GALLERY = ROOT / "examples" / "gallery"

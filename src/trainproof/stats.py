@@ -82,3 +82,14 @@ def log_noise(values: np.ndarray) -> float:
     if values.size < 3:
         return 0.0
     return float(1.4826 * np.median(np.abs(np.diff(np.log(values)))) / np.sqrt(2.0))
+
+
+def log_noise_detrended(values: np.ndarray) -> float:
+    """Robust point-to-point noise of a sparse positive series in log space, from second
+    differences: 1.4826 * median |second difference of log| / sqrt 6. On a curve sampled
+    as rarely as evaluations are, the trend between two points is as large as the noise,
+    so first differences (`log_noise`) measure the trend; second differences cancel a
+    locally straight trend (sqrt 6 undoes differencing twice)."""
+    if values.size < 4:
+        return 0.0
+    return float(1.4826 * np.median(np.abs(np.diff(np.log(values), n=2))) / np.sqrt(6.0))

@@ -25,6 +25,10 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
         "eval_lm_loss", "metrics_eval_loss", "metrics_val_loss", "lm_loss_validation",
         "validation_evaluation_loss_vs_iterations",
     ),
+    # metrics beside the eval loss: read to corroborate an eval-loss finding, never alone
+    "eval_wer": ("eval_wer", "val_wer", "validation_wer", "test_wer"),
+    "eval_accuracy": ("eval_accuracy", "val_accuracy", "validation_accuracy", "val_acc", "eval_acc",
+                      "test_accuracy", "eval_mean_token_accuracy"),
     "lr": (
         "lr", "learning_rate", "current_lr", "train_learning_rate", "train_lr", "lr_group0",
         "lr_0", "optimizer_lr", "lr_adamw", "lr_adam", "lr_sgd", "lr_adafactor",

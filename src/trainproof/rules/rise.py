@@ -13,7 +13,8 @@ import numpy as np
 from trainproof import stats
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.run import DIVERGE, G, divergence_measure, finite_loss, loss_blocks
+from trainproof.rules.gate import not_yet, progress_gate
+from trainproof.rules.run import DIVERGE, G, divergence_measure, finite_loss, loss_blocks, seen_phrase
 
 DEAD_RUN = rule(
     id="TP-DEAD-RUN", level=Level.FAIL, group=G,
@@ -22,7 +23,7 @@ DEAD_RUN = rule(
     "losses, steps {start_from}-{start_to}, {window}) vs end {end} (median of the last {m}, steps "
     "{end_from}-{end_to}): {improvement:.1%} "
     "improvement, {gain_se:.1f} standard errors of the log's noise ({sigma:.1%} per point); a run "
-    "improves by >= {limit_min_improvement:.0%} and >= {limit_min_gain_se} standard errors",
+    "improves by >= {limit_min_improvement:.0%} and >= {limit_min_gain_se} standard errors{seen}",
     summary="The loss at the end is not meaningfully lower than at the start, and not "
     "meaningfully higher either (that is TP-LOSS-ROSE).",
     why="A run that does not learn burns its whole budget: lr of zero, frozen weights, a "
@@ -67,7 +68,7 @@ LOSS_ROSE = rule(
     id="TP-LOSS-ROSE", level=Level.FAIL, group=G,
     title="Loss ended above where it started.",
     evidence="end {end} (median of the last {k} point(s), to step {end_step}) vs first loss "
-    "{start} at step {start_step}: {ratio:.2f}x over {n} points; {test}",
+    "{start} at step {start_step}: {ratio:.2f}x over {n} points; {test}{seen}",
     summary="The end of the loss sits above its first logged point: by a wide margin on a log "
     "too short to measure its noise, by several standard errors of that noise on a longer one.",
     why="A run whose loss ends above where it began made the model worse over its whole "
@@ -152,6 +153,9 @@ def loss_rose(run: Run) -> list[Finding] | Skip:
         return s
     if s.values.min() <= 0:
         return Skip(SkipKind.DEGENERATE, "loss is not positive; end/start ratio is meaningless")
+    gate = progress_gate(run, s)
+    if not gate.open:
+        return not_yet(gate)
     r = measure_rise(s)
     if not r.fires:
         return []
@@ -161,7 +165,7 @@ def loss_rose(run: Run) -> list[Finding] | Skip:
     return [LOSS_ROSE.finding(Location(run.path, float(s.steps[-1])), end=end_v, start=start,
                               end_step=float(s.steps[-1]), start_step=float(s.steps[0]),
                               ratio=r.ratio, n=len(s), k=r.k, gap_se=r.z, sigma=r.sigma,
-                              test=r.test)]
+                              test=r.test, seen=seen_phrase(gate))]
 
 
 @check("dead-run", DEAD_RUN, loss_curve=True)
@@ -175,6 +179,9 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
     b = loss_blocks(s)
     if b.medians.size < 2:
         return Skip(SkipKind.TOO_FEW, "the log fits in one block; a start and an end are needed")
+    gate = progress_gate(run, s)
+    if not gate.open:
+        return not_yet(gate)
     # The start is the loss before training moved it. The first block's median damps one
     # noisy point, but when the first logged steps already moved the loss (a wreck, or the
     # mean of an interval that includes one) it mixes those in; a run counts as improving
@@ -198,5 +205,5 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
                                  gain_se=gain_se, sigma=sigma,
                                  first=first, window=window, start_from=float(s.steps[0]),
                                  start_to=float(s.steps[k - 1]), end_from=float(s.steps[-m]),
-                                 end_to=float(s.steps[-1]))]
+                                 end_to=float(s.steps[-1]), seen=seen_phrase(gate))]
     return []

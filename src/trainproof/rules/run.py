@@ -11,6 +11,7 @@ import numpy as np
 from trainproof import stats
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
+from trainproof.rules.gate import Gate, not_yet, progress_gate
 
 G = "single_run"
 
@@ -185,7 +186,7 @@ def loss_exactly_zero(run: Run) -> list[Finding] | Skip:
 FLAT = rule(
     id="TP-FLAT", level=Level.FAIL, group=G,
     title="Loss does not change.",
-    evidence="loss range {range} over {n} points is {rel:.2g} of its median {median} (< {limit_rel_range})",
+    evidence="loss range {range} over {n} points is {rel:.2g} of its median {median} (< {limit_rel_range}){seen}",
     summary="The loss stays within a negligible band for the whole run.",
     why="A loss that does not move means no parameter that matters is being updated: frozen "
     "weights, a detached graph, lr effectively zero, or a constant batch.",
@@ -210,12 +211,20 @@ def loss_flat(run: Run) -> list[Finding] | Skip:
         return s
     if np.all(s.values == 0.0):
         return Skip(SkipKind.DEGENERATE, "loss is all zero (judged by zero-loss)")
+    gate = progress_gate(run, s)
+    if not gate.open:
+        return not_yet(gate)
     span = float(s.values.max() - s.values.min())
     med = stats.robust_median(s.values)
     rel = span / abs(med) if med else float("inf")
     if rel < FLAT.t("rel_range"):
-        return [FLAT.finding(_where(run), range=span, n=len(s), median=med, rel=rel)]
+        return [FLAT.finding(_where(run), range=span, n=len(s), median=med, rel=rel, seen=seen_phrase(gate))]
     return []
+
+
+def seen_phrase(gate: Gate) -> str:
+    """How much of the run a progress finding saw, as its evidence ends."""
+    return f"; {gate.seen}" if gate.seen else ""
 
 
 # ---------------------------------------------------------------- divergence and no progress
@@ -225,7 +234,8 @@ DIVERGE = rule(
     title="Loss curve is diverging.",
     evidence="end loss {end} vs floor {floor} around step {floor_step} ({through:.0%} through the "
     "run); ratio {ratio:.2f} > {limit_ratio}, {gap_se:.0f} standard errors above the batch noise "
-    "(medians of {block}-point blocks; raw min {raw_min} at step {raw_min_step}, raw end {raw_end})",
+    "(medians of {block}-point blocks; raw min {raw_min} at step {raw_min_step}, raw end {raw_end}); "
+    "held for {after} points after the floor, their median {held_se:.0f} standard errors above it{seen}",
     summary="The run ended far above the best loss it had reached.",
     why="Hours of training after the best point made the model worse; the checkpoint worth "
     "keeping is behind you and every further step costs GPU time for nothing.",
@@ -246,11 +256,22 @@ DIVERGE = rule(
             "floor is also the lowest of many blocks, which biases it low by up to ~2 standard "
             "errors. An exploding loss grows by a steady factor per step, which log differences "
             "measure as trend-sized, so it still clears the bar by far."),
+        "min_blocks_after_floor": Threshold(
+            2, "blocks",
+            "A divergence is a rise that lasts: at least two blocks (six points on a short log, "
+            "two fiftieths of a long one) must follow the floor's block. A floor in the last "
+            "block or two is the run still settling - the freshest evidence is the floor itself."),
+        "min_held_se": Threshold(
+            4, "standard errors",
+            "Sustained, not a late spike: the median of every point after the floor's block must "
+            "also sit this many standard errors above the floor (the same bar as min_gap_se), so "
+            "most of the run after its best point is worse than it, not just the last block."),
     },
     fires=Example({"loss": [1.4, 1.3, 1.2, 1.25, 2.5, 4.0, 6.0, 7.5, 7.4]}),
     passes=Example({"loss": [1.5, 1.3, 1.2, 1.1, 1.05, 1.0, 1.02, 1.01, 1.0]}),
     limits="A positive loss is required: ratios of losses that can be negative (ELBO, "
-    "RL objectives) are meaningless, so the check is skipped for them.",
+    "RL objectives) are meaningless, so the check is skipped for them. A floor in the last "
+    "blocks of the log is not judged: a loss that only now turned up is for a later look.",
 )
 
 DIVERGE_NOISE = rule(
@@ -288,11 +309,32 @@ def divergence_measure(s: Series) -> tuple[bool, dict[str, float]]:
     sigma = stats.log_noise(s.values)
     se = stats.MEDIAN_SE * sigma * np.sqrt(2.0 / b.size)
     gap_se = float(np.log(end / floor) / se) if se > 0 else np.inf
+    after, held_se = _held_after_floor(s.values, b, i, floor, sigma)
     measured = dict(end=end, floor=floor, floor_step=float(b.steps[i]), ratio=ratio,
                     through=float(through), block=b.size, raw_end=float(s.values[-1]),
                     raw_min=float(s.values[j]), raw_min_step=float(s.steps[j]), sigma=sigma,
-                    gap_se=float(gap_se))
-    return bool(ratio > DIVERGE.t("ratio") and gap_se > DIVERGE.t("min_gap_se")), measured
+                    gap_se=float(gap_se), blocks_after=b.medians.size - 1 - i, held_se=held_se,
+                    after=after)
+    fires = (ratio > DIVERGE.t("ratio") and gap_se > DIVERGE.t("min_gap_se")
+             and measured["blocks_after"] >= DIVERGE.t("min_blocks_after_floor")
+             and held_se > DIVERGE.t("min_held_se"))
+    return bool(fires), measured
+
+
+def _held_after_floor(values: np.ndarray, b: stats.Blocks, i: int, floor: float,
+                      sigma: float) -> tuple[int, float]:
+    """(points after the floor's block, how far their median sits above the floor in
+    standard errors of the log's noise). Blocks are end-aligned; when the log's length is
+    not a multiple of the block size the first block overlaps the second (stats.Blocks)."""
+    n, size = values.size, b.size
+    head = n - (n // size) * size
+    end = (size if i == 0 else head + i * size) if head else (i + 1) * size
+    rest = values[end:]
+    if rest.size == 0 or floor <= 0:
+        return 0, 0.0
+    se = stats.MEDIAN_SE * sigma * np.sqrt(1.0 / size + 1.0 / rest.size)
+    gap = float(np.log(np.median(rest) / floor))
+    return int(rest.size), (gap / se if se > 0 else (np.inf if gap > 0 else 0.0))
 
 
 @check("divergence", DIVERGE, DIVERGE_NOISE, loss_curve=True)
@@ -302,9 +344,12 @@ def loss_diverging(run: Run) -> list[Finding] | Skip:
         return s
     if s.values.min() <= 0:
         return Skip(SkipKind.DEGENERATE, "loss is not positive; end/min ratio is meaningless")
+    gate = progress_gate(run, s)
+    if not gate.open:
+        return not_yet(gate)
     fires, common = divergence_measure(s)
     if fires:
-        return [DIVERGE.finding(_where(run, common["floor_step"]), **common)]
+        return [DIVERGE.finding(_where(run, common["floor_step"]), seen=seen_phrase(gate), **common)]
     raw_ratio = float(s.values[-1] / common["raw_min"])
     if max(raw_ratio, common["ratio"]) > DIVERGE_NOISE.t("ratio"):
         return [DIVERGE_NOISE.finding(_where(run, common["raw_min_step"]), raw_ratio=raw_ratio, **common)]
@@ -434,59 +479,4 @@ def learning_rate_zero(run: Run) -> list[Finding] | Skip:
     if part > ZERO_LR_PARTIAL.t("share"):
         i = stats.first_index(zero)
         return [ZERO_LR_PARTIAL.finding(_where(run, f.steps[i]), step=float(f.steps[i]), **values)]
-    return []
-
-
-# ---------------------------------------------------------------- generalisation
-
-OVERFIT = rule(
-    id="TP-OVERFIT", level=Level.WARN, group=G,
-    title="Eval loss climbs while train loss falls (overfitting).",
-    evidence="eval loss {eval_end} at the end vs its min {eval_min} at step {eval_min_step} "
-    "({ratio:.2f}x > {limit_ratio}); train loss {train_then} -> {train_end} meanwhile",
-    summary="Held-out loss rose well above its own minimum while the training loss kept falling.",
-    why="The model is memorising the training set; the checkpoint nearest the eval minimum "
-    "generalises better than the last one.",
-    fix="Keep the checkpoint at the eval minimum (load_best_model_at_end), add data or "
-    "regularisation, or train fewer epochs.",
-    thresholds={
-        "ratio": Threshold(1.2, "x eval min", "Eval noise between evaluations of a fixed set "
-                           "is a few percent; 20 % is a trend."),
-        "min_points": Threshold(4, "eval points", "A minimum and a climb need several evaluations."),
-        "train_end_share": Threshold(0.1, "of the train loss points", "The train loss 'now' is the "
-                                     "median of the last tenth of the log: recent enough to be the "
-                                     "end, long enough that one noisy batch does not decide it."),
-        "train_end_max": Threshold(5, "points", "At most 5 points, so on a long log 'now' stays the "
-                                   "end of training and not its last tenth."),
-    },
-    fires=Example({"loss": [1.4, 1.0, 0.6, 0.3, 0.1, 0.05], "eval_loss": [1.4, 1.3, 1.6, 2.0, 2.6, 3.1]}),
-    passes=Example({"loss": [1.4, 1.0, 0.8, 0.7, 0.65, 0.6], "eval_loss": [1.5, 1.3, 1.2, 1.15, 1.12, 1.1]}),
-)
-
-
-@check("overfit", OVERFIT, loss_curve=True)
-def eval_loss_climbing(run: Run) -> list[Finding] | Skip:
-    ev = run.get("eval_loss")
-    if ev is None:
-        return Skip(SkipKind.NO_DATA, "no eval_loss in the log - this run has no generalisation signal")
-    e = ev.finite_only()
-    if len(e) < OVERFIT.t("min_points"):
-        return Skip(SkipKind.TOO_FEW, f"{len(e)} eval points, needs {int(OVERFIT.t('min_points'))}")
-    tr = run.get("loss")
-    if tr is None or not len(tr.finite_only()):
-        return Skip(SkipKind.NO_DATA, "no train loss to compare the eval curve with")
-    t = tr.finite_only()
-    i = int(np.argmin(e.values))
-    e_min, e_end = float(e.values[i]), float(e.values[-1])
-    if e_min <= 0:
-        return Skip(SkipKind.DEGENERATE, "eval loss is not positive")
-    # Train loss at the eval minimum vs at the end: "falls" means it kept going down.
-    then = float(t.values[min(np.searchsorted(t.steps, e.steps[i]), len(t) - 1)])
-    k = max(1, min(int(OVERFIT.t("train_end_max")), int(len(t) * OVERFIT.t("train_end_share"))))
-    train_end = stats.robust_median(t.values[-k:])
-    ratio = e_end / e_min
-    if ratio > OVERFIT.t("ratio") and train_end < then:
-        return [OVERFIT.finding(_where(run, e.steps[i]), eval_end=e_end, eval_min=e_min,
-                                eval_min_step=float(e.steps[i]), ratio=ratio,
-                                train_then=then, train_end=train_end)]
     return []

@@ -35,7 +35,8 @@ NO_LOSS = rule(
     id="TP-NO-LOSS", level=Level.NOT_CHECKED, group="single_run",
     title="No loss column was recognised.",
     evidence="columns found: {columns}. Name the loss with --map loss=COLUMN.",
-    summary="The log has records but none of its columns is a known spelling of the loss; exit 2.",
+    summary="The log has records but none of its columns is a known spelling of the train or "
+    "eval loss; exit 2. An eval-only log is judged on its eval loss.",
     why="Every curve rule needs the loss; guessing which column it is could judge the wrong metric.",
     fix="Pass --map loss=COLUMN (and eval_loss=, lr=, grad_norm= as needed).",
 )
@@ -87,13 +88,14 @@ def _run_unjudgeable(run: Run) -> Finding | None:
     if run.records == 0 or not run.columns:
         detail = "no numeric records could be read" + (f" ({run.notes[0]})" if run.notes else "")
         return NO_RECORDS.finding(loc, detail=detail)
-    if run.get("loss") is None:
+    if run.get("loss") is None and run.get("eval_loss") is None:
         return NO_LOSS.finding(loc, columns=", ".join(run.columns) or "none")
     return None
 
 
 def _finite_loss(run: Run) -> dict[str, Any]:
-    loss = run.get("loss")
+    """The points the PASS stands on: the train loss, or the eval loss of an eval-only log."""
+    loss = run.get("loss") or run.get("eval_loss")
     return {"n": int(loss.finite.sum()) if loss is not None else 0}
 
 
