@@ -60,7 +60,8 @@ def step_stalled(p: Progress) -> list[Finding] | Skip:
 
 # ---------------------------------------------------------------- the guardian's stop
 
-PROGRESS_RULES = ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-ROSE")  # verdicts about the whole run's progress
+# verdicts about the whole run's progress
+PROGRESS_RULES = ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-ROSE", "TP-RL-NO-SIGNAL")
 
 STOPPED = rule(
     id="TP-LIVE-STOPPED", level=Level.INFO, group=G,
@@ -74,8 +75,8 @@ STOPPED = rule(
     "the cause is fixed.",
     thresholds={"patience": Threshold(
         0.5, "of the scheduled steps",
-        "TP-DEAD-RUN, TP-FLAT and TP-LOSS-ROSE judge the progress of a whole run; on the first steps of a "
-        "healthy run (warm-up, a slow start) they fire falsely - the tiny GPT-2 of "
+        "TP-DEAD-RUN, TP-FLAT, TP-LOSS-ROSE and TP-RL-NO-SIGNAL judge the progress of a whole run; "
+        "on the first steps of a healthy run (warm-up, a slow start) they fire falsely - the tiny GPT-2 of "
         "tests/test_hf_callback.py improves 2.7 % over its first 10 of 40 steps and 8 % by step "
         "20. They stop a run only after half of a known schedule has run (never when the "
         "schedule is unknown); every other FAIL stops it at once.")},

@@ -13,6 +13,7 @@ import numpy as np
 from trainproof import stats
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
+from trainproof.rules.gate import not_yet, progress_gate
 
 G = "single_run"
 
@@ -50,8 +51,8 @@ REWARD_FLAT = rule(
     fires=Example({"loss": [0.0] * 40, "reward": [1.8, 1.9, 1.7, 1.85, 1.75] * 8}),
     passes=Example({"loss": [0.0] * 40, "reward": [0.2 + 0.02 * i + (0.05 if i % 2 else -0.05)
                                                   for i in range(40)]}),
-    limits="Judged on the mean reward the trainer logs (TRL's `reward`), over every logged "
-    "step: a run stopped early in warm-up reads as flat. A reward that rose and fell back is "
+    limits="Judged on the mean reward the trainer logs (TRL's `reward`), from the end of the LR "
+    "warm-up on, once the progress gate (TP-TOO-EARLY) opens. A reward that rose and fell back is "
     "flat here; a reward that saturated at its maximum rose first and is not flagged.",
 )
 
@@ -115,6 +116,12 @@ def reward_progress(run: Run) -> list[Finding] | Skip:
     if reward is None:
         return Skip(SkipKind.NO_DATA, "no reward column in the log (not an RL run)")
     reward = reward.finite_only()
+    gate = progress_gate(run, reward)
+    if not gate.open:  # in warm-up the policy has barely moved: flat by construction
+        return not_yet(gate)
+    if gate.start is not None:
+        keep = reward.steps >= gate.start
+        reward = Series(reward.name, reward.steps[keep], reward.values[keep])
     g = _gain(reward)
     if g is None:
         return Skip(SkipKind.TOO_FEW, f"{len(reward)} finite reward points < "
