@@ -3,6 +3,7 @@ that decide verdicts are passed in from the rule declarations."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,3 +83,45 @@ def log_noise(values: np.ndarray) -> float:
     if values.size < 3:
         return 0.0
     return float(1.4826 * np.median(np.abs(np.diff(np.log(values)))) / np.sqrt(2.0))
+
+
+def point_noise(values: np.ndarray) -> float:
+    """Robust point-to-point noise of a series in its own units (any sign):
+    1.4826 * median |first difference| / sqrt 2 - `log_noise` without the logs, for
+    curves that can touch or cross 0 (an RL objective, a loss near 0) and for z-scores
+    that must not change when the series is shifted or rescaled."""
+    if values.size < 3:
+        return 0.0
+    return float(1.4826 * np.median(np.abs(np.diff(values))) / np.sqrt(2.0))
+
+
+def trailing_median(values: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each index, (median of the up to `window` values before it, how many there
+    were); NaN where there is none. Memory is n x window."""
+    n = values.size
+    padded = np.concatenate((np.full(window, np.nan), values.astype(np.float64)))
+    win = np.lib.stride_tricks.sliding_window_view(padded, window)[:n]
+    count = np.sum(~np.isnan(win), axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: no baseline yet
+        med = np.nanmedian(win, axis=1)
+    return med, count
+
+
+def leading_median(values: np.ndarray, window: int) -> np.ndarray:
+    """For each index, the median of the up to `window` values after it; NaN at the end."""
+    return trailing_median(values[::-1], window)[0][::-1]
+
+
+def printed_decimals(values: np.ndarray, most: int) -> int:
+    """The decimals the logger printed: the most any finite non-zero value needs in its
+    shortest round-trip form, capped at `most` + 1 (a value needing more was not rounded
+    to a fixed number of decimals)."""
+    d = 0
+    for v in values[np.isfinite(values) & (values != 0)]:
+        text = np.format_float_positional(float(v), unique=True, trim="-")
+        frac = text.partition(".")[2]
+        d = max(d, len(frac))
+        if d > most:
+            return most + 1
+    return d
