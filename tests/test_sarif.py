@@ -38,7 +38,7 @@ def test_doctor_sarif_passes_the_checker(run_cli, tmp_path, corpus, target):
         assert not uri.startswith("/") and ".." not in uri.split("/")
     levels = {res["ruleId"]: res["level"] for res in run["results"]}
     if target == "corpus":
-        assert levels["TP-DIVERGE"] == "error" and levels["TP-GRAD-SPIKE"] == "warning"
+        assert levels["TP-DIVERGE"] == "error" and levels["TP-GRAD-SPIKE-ISOLATED"] == "note"
 
 
 def test_relative_paths_inside_cwd_map_to_the_repo(run_cli, tmp_path, monkeypatch):

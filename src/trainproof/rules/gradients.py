@@ -42,8 +42,9 @@ def finite_loss(run: Run, minimum: int) -> Series | Skip:
 _REACT_POINTS = Threshold(
     3, "loss points",
     "A bad update shows in the loss at the next logged points (the weights it wrote are the "
-    "ones those batches see); three points catch it while it lasts and a later, unrelated "
-    "wobble less often.")
+    "ones those batches see); three catch it while it lasts and a later, unrelated wobble "
+    "less often. The loss logged at the event's own step is part of the baseline: a bad batch "
+    "and the spike it causes share that step.")
 _REACT = Threshold(
     4, "noise units",
     "The loss reacted when the highest of those points sits this many units of the loss's "
@@ -88,6 +89,9 @@ def reaction(view: LossView, step: float) -> float | None:
     loss = view.series
     if loss is None:
         return None
+    # The loss logged at `step` belongs to the baseline: HF logs the mean over the interval
+    # the norm closes, so a high-loss batch and the spike it causes share a step - a cause,
+    # not a consequence (a TrOCR run's 0.49 among 0.13s at its spike, back at 0.15 next).
     after = loss.values[loss.steps > step][: int(_REACT_POINTS.value)]
     before = loss.values[loss.steps <= step]
     before = before[np.isfinite(before)][-int(_BASELINE.value):]
