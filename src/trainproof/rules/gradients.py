@@ -1,10 +1,10 @@
 """Single-run rules on the gradient: non-finite values (TP-NAN, TP-NAN-GRAD,
-TP-NAN-GRAD-SKIPPED), an all-zero gradient (TP-ZERO-GRAD) and spikes (TP-GRAD-SPIKE,
-TP-GRAD-SPIKE-ISOLATED), and the test they share: did the loss react? They read a curve
+TP-NAN-GRAD-SKIPPED) and spikes (TP-GRAD-SPIKE, TP-GRAD-SPIKE-ISOLATED), and the test
+they share: did the loss react? They read a curve
 as an engineer does - an odd point matters when the loss reacts to it, when it repeats,
 or when it lasts, not because it is the largest of the run. Declared once here with
 their thresholds; the judge below each is the only code that decides whether it fires.
-Exact zeros in the loss and the LR are rules/zeros.py's; rules/run.py places its checks
+Exact zeros (loss, gradient, LR) are rules/zeros.py's; rules/run.py places its checks
 around these so reports list findings in the order they always have."""
 
 from __future__ import annotations
@@ -239,24 +239,10 @@ def _filtered_hint(run: Run, g: Series) -> str:
     return ""
 
 
-# ---------------------------------------------------------------- gradients
+# ---------------------------------------------------------------- spikes
 
-ZERO_GRAD = rule(
-    id="TP-ZERO-GRAD", level=Level.FAIL, group=G,
-    title="Gradient norm is exactly zero on every step.",
-    evidence="all {n} finite grad_norm values are exactly 0",
-    summary="Every finite gradient norm is exactly 0.",
-    why="No gradient reaches the parameters: everything frozen, a detached loss, or all "
-    "labels masked.",
-    fix="Check which parameters require grad and that the loss depends on them.",
-    thresholds={"min_points": Threshold(3, "points", "A zero norm on the first logged steps "
-                                        "can be a logging artefact.")},
-    fires=Example({"loss": [1, 1, 1, 1], "grad_norm": [0.0, 0.0, 0.0, 0.0]}),
-    passes=Example({"loss": [1, 0.9, 0.8, 0.7], "grad_norm": [0.5, 0.4, 0.45, 0.4]}),
-)
-
-
-def _grad_norms(run: Run, minimum: float) -> Series | Skip:
+def grad_norms(run: Run, minimum: float) -> Series | Skip:
+    """The finite gradient norms, or a typed skip when there are fewer than `minimum`."""
     g = run.get("grad_norm")
     if g is None:
         return Skip(SkipKind.NO_DATA, "no grad_norm column in the log")
@@ -264,16 +250,6 @@ def _grad_norms(run: Run, minimum: float) -> Series | Skip:
     if len(f) < minimum:
         return Skip(SkipKind.TOO_FEW, f"{len(f)} finite grad_norm points, needs {int(minimum)}")
     return f
-
-
-@check("zero-grad", ZERO_GRAD)
-def gradient_zero(run: Run) -> list[Finding] | Skip:
-    f = _grad_norms(run, ZERO_GRAD.t("min_points"))
-    if isinstance(f, Skip):
-        return f
-    if np.all(f.values == 0.0):
-        return [ZERO_GRAD.finding(where(run), n=len(f))]
-    return []
 
 
 _SPIKE = dict(
@@ -374,7 +350,7 @@ def _burst(idx: np.ndarray) -> int | None:
 
 @check("grad-spike", GRAD_SPIKE, GRAD_SPIKE_ISOLATED)
 def gradient_spike(run: Run) -> list[Finding] | Skip:
-    f = _grad_norms(run, _SPIKE["min_points"].value)
+    f = grad_norms(run, _SPIKE["min_points"].value)
     if isinstance(f, Skip):
         return f
     if stats.robust_median(f.values) <= 0:

@@ -1,8 +1,8 @@
 """Single-run rules: what one training log says about itself (epoch, doctor, watch,
 the callbacks): a flat loss, divergence, overfitting. Each rule is declared once here
 with its thresholds and docs; the judge right below it is the only code that decides
-whether it fires. Non-finite values and gradients are rules/gradients.py's, exact zeros
-in the loss and LR rules/zeros.py's; `after=` keeps the checks in their report order."""
+whether it fires. Non-finite values and gradient spikes are rules/gradients.py's, exact
+zeros (loss, gradient, LR) rules/zeros.py's; `after=` keeps the checks in report order."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Single-run rules on exact zeros that are not the optimizer's doing or are: a loss that
-is exactly 0 (TP-ZERO-LOSS, TP-ZERO-LOSS-ONSET) and a learning rate at 0 (TP-ZERO-LR,
-TP-ZERO-LR-PARTIAL). A zero is judged as the log printed it and with the schedule in
+"""Single-run rules on exact zeros: a loss that is exactly 0 (TP-ZERO-LOSS,
+TP-ZERO-LOSS-ONSET), a gradient that is (TP-ZERO-GRAD) and a learning rate at 0
+(TP-ZERO-LR, TP-ZERO-LR-PARTIAL). A zero is judged as the log printed it and with the schedule in
 view: a loss rounded to 0.0 after converging, or an LR passing through 0 at the trough of
 a cyclic schedule, is the run working. Declared once here; the judges below are the only
 code that decides whether they fire. Checks keep their place in reports (`after=`)."""
@@ -12,7 +12,7 @@ import numpy as np
 from trainproof import stats
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.gradients import G, finite_loss, where
+from trainproof.rules.gradients import G, finite_loss, grad_norms, where
 from trainproof.schedule import read_schedule
 
 # ---------------------------------------------------------------- zero loss
@@ -128,6 +128,33 @@ def loss_exactly_zero(run: Run) -> list[Finding] | Skip:
                                     before=float(s.values[i - 1]), reason=reason)]
 
 
+
+
+# ---------------------------------------------------------------- zero gradient
+
+ZERO_GRAD = rule(
+    id="TP-ZERO-GRAD", level=Level.FAIL, group=G,
+    title="Gradient norm is exactly zero on every step.",
+    evidence="all {n} finite grad_norm values are exactly 0",
+    summary="Every finite gradient norm is exactly 0.",
+    why="No gradient reaches the parameters: everything frozen, a detached loss, or all "
+    "labels masked.",
+    fix="Check which parameters require grad and that the loss depends on them.",
+    thresholds={"min_points": Threshold(3, "points", "A zero norm on the first logged steps "
+                                        "can be a logging artefact.")},
+    fires=Example({"loss": [1, 1, 1, 1], "grad_norm": [0.0, 0.0, 0.0, 0.0]}),
+    passes=Example({"loss": [1, 0.9, 0.8, 0.7], "grad_norm": [0.5, 0.4, 0.45, 0.4]}),
+)
+
+
+@check("zero-grad", ZERO_GRAD, after="zero-loss")  # run.py puts flat-loss and divergence between
+def gradient_zero(run: Run) -> list[Finding] | Skip:
+    f = grad_norms(run, ZERO_GRAD.t("min_points"))
+    if isinstance(f, Skip):
+        return f
+    if np.all(f.values == 0.0):
+        return [ZERO_GRAD.finding(where(run), n=len(f))]
+    return []
 
 
 # ---------------------------------------------------------------- learning rate
