@@ -114,14 +114,12 @@ def leading_median(values: np.ndarray, window: int) -> np.ndarray:
 
 
 def printed_decimals(values: np.ndarray, most: int) -> int:
-    """The decimals the logger printed: the most any finite non-zero value needs in its
-    shortest round-trip form, capped at `most` + 1 (a value needing more was not rounded
-    to a fixed number of decimals)."""
-    d = 0
-    for v in values[np.isfinite(values) & (values != 0)]:
-        text = np.format_float_positional(float(v), unique=True, trim="-")
-        frac = text.partition(".")[2]
-        d = max(d, len(frac))
-        if d > most:
-            return most + 1
-    return d
+    """The decimals the logger printed: the fewest that every finite non-zero value fits,
+    to within float arithmetic (a mean of two 4-decimal values is 0.45645000000000002),
+    or `most` + 1 when more are needed (the values were not rounded to fixed decimals)."""
+    v = np.abs(values[np.isfinite(values) & (values != 0)])
+    for d in range(most + 1):
+        x = v * 10.0**d
+        if np.all(np.abs(x - np.round(x)) <= 1e-9 * np.maximum(1.0, x)):
+            return d
+    return most + 1
