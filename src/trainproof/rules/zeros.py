@@ -124,8 +124,10 @@ def loss_exactly_zero(run: Run) -> list[Finding] | Skip:
     reason = _zero_onset_reason(run, s, i)
     if reason is None:
         return []
+    hint = _nan_filter_hint(run, float(s.steps[i]))  # `hidden` stays in values: JSON keys are never removed
     return [ZERO_LOSS_ONSET.finding(where(run, s.steps[i]), tail=tail, step=float(s.steps[i]),
-                                    before=float(s.values[i - 1]), reason=reason)]
+                                    before=float(s.values[i - 1]), hidden=f"; {hint}" if hint else "",
+                                    reason=reason)]
 
 
 
