@@ -48,9 +48,9 @@ _REACT_POINTS = Threshold(
 _REACT = Threshold(
     4, "noise units",
     "The loss reacted when the highest of those points sits this many units of the loss's "
-    "point-to-point noise (robust, measured on the points before, floored by the whole log's) "
-    "above the median of the points before: the largest of three draws of noise exceeds 4 "
-    "sigma about once in 10,000.")
+    "point-to-point noise (robust, measured on the points before, floored by the whole log's; "
+    "of log loss when the loss is positive, so the yardstick is relative) above the median of "
+    "the points before: the largest of three draws of noise exceeds 4 sigma about once in 10,000.")
 _BASELINE = Threshold(
     10, "logged points",
     "Local baselines are medians of the ten points before: enough that one earlier spike "
@@ -286,9 +286,10 @@ GRAD_SPIKE = rule(
     "largest {max} at step {step} ({ratio:.0f}x its local median {median}); {consequence}",
     summary="Gradient-norm spikes, outside warm-up and the initial steep drop, that the loss "
     "reacts to or that persist over consecutive logged points.",
-    why="A spike the loss reacts to is an update that damaged the weights; repeated spikes "
-    "mean the learning rate is too high for some batches. With clipping they silently shrink "
-    "the effective learning rate, without it one can wreck the weights. WARN, not FAIL: "
+    why="A spike the loss reacts to is an update that damaged the weights; a norm that stays "
+    "high for several logged points means the learning rate is too high for where the run "
+    "is. With clipping spikes silently shrink the effective learning rate, without it one "
+    "can wreck the weights. WARN, not FAIL: "
     "lasting damage shows in the loss itself, and TP-DIVERGE / TP-LOSS-ROSE fail it there.",
     fix="Enable or tighten gradient clipping, lower the peak learning rate or lengthen "
     "warm-up; look at the batch at that step.",
