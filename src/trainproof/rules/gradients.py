@@ -1,8 +1,8 @@
 """Single-run rules on the gradient: non-finite values (TP-NAN, TP-NAN-GRAD,
 TP-NAN-GRAD-SKIPPED) and spikes (TP-GRAD-SPIKE, TP-GRAD-SPIKE-ISOLATED), and the test
-they share: did the loss react? They read a curve
-as an engineer does - an odd point matters when the loss reacts to it, when it repeats,
-or when it lasts, not because it is the largest of the run. Declared once here with
+they share: did the loss react? They read a curve as an engineer does - an odd point
+matters when the loss reacts to it, when it repeats or when it lasts, not because it is
+the largest of the run. Declared once here with
 their thresholds; the judge below each is the only code that decides whether it fires.
 Exact zeros (loss, gradient, LR) are rules/zeros.py's; rules/run.py places its checks
 around these so reports list findings in the order they always have."""
@@ -23,6 +23,7 @@ G = "single_run"
 
 
 def where(run: Run, step: float | None = None) -> Location:
+    """Where a finding points: the log, at a step when one is known."""
     return Location(run.path, None if step is None else float(step))
 
 
@@ -193,21 +194,22 @@ def _nan_grad(run: Run, g: Series) -> list[Finding]:
     idx = np.flatnonzero(bad)
     allowance = max(NAN_GRAD.t("max_count"), NAN_GRAD.t("max_share") * len(g))
     view = loss_view(run)
-    zs = [reaction(view, float(g.steps[i])) for i in idx]
+    measured = [reaction(view, float(g.steps[i])) for i in idx]
+    zs = np.array([np.inf if z is None else z for z in measured])
+    k = int(np.argmax(zs))
     if idx.size > allowance:
         reason = f"more than the {allowance:g} a calibrating loss scaler skips"
     elif bad[-1]:
         reason = "the last logged norm is non-finite: no later point shows the run recovered"
-    elif any(z is None for z in zs):
+    elif measured[k] is None:
         reason = "no loss logged around them shows the run recovered"
-    elif max(zs) > _REACT.value:  # type: ignore[type-var]
-        k = int(np.argmax(zs))  # type: ignore[arg-type]
+    elif zs[k] > _REACT.value:
         reason = (f"the loss reacted: {zs[k]:.1f} noise units up within {int(_REACT_POINTS.value)} "
                   f"points after step {g.steps[idx[k]]:g}")
     else:
         return [NAN_GRAD_SKIPPED.finding(where(run, g.steps[idx[0]]), count=int(idx.size), n=len(g),
                                          step=float(g.steps[idx[0]]), allowance=allowance,
-                                         worst=float(max(zs)))]  # type: ignore[type-var]
+                                         worst=float(zs[k]))]
     return list(_nonfinite(run, g, NAN_GRAD, reason=reason, hidden=_filtered_hint(run, g)))
 
 
