@@ -96,8 +96,9 @@ def _zero_onset_reason(run: Run, s: Series, i: int) -> str | None:
     lead = float(np.median(np.abs(s.values[max(0, i - int(r.t("min_tail"))):i])))
     start = float(s.values[0])
     if lead > r.t("approach") * resolution or lead > r.t("fallen") * abs(start):
-        return (f"it dropped from {lead:.3g} (median of the points before), {lead / resolution:.0f}x "
-                f"the {resolution:.2g} the log resolves: a cliff, not convergence")
+        return (f"it dropped from {lead:.3g} (median of the points before; {lead / resolution:.0f}x the "
+                f"{resolution:.2g} the log resolves, {lead / abs(start):.1%} of its first value): a cliff, "
+                "not convergence")
     ev = run.get("eval_loss")
     e = ev.finite_only() if ev is not None else None
     if e is not None and len(e) >= 2 and e.values[-1] >= e.values[0]:
@@ -128,8 +129,6 @@ def loss_exactly_zero(run: Run) -> list[Finding] | Skip:
     return [ZERO_LOSS_ONSET.finding(where(run, s.steps[i]), tail=tail, step=float(s.steps[i]),
                                     before=float(s.values[i - 1]), hidden=f"; {hint}" if hint else "",
                                     reason=reason)]
-
-
 
 
 # ---------------------------------------------------------------- zero gradient
