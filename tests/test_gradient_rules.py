@@ -61,8 +61,9 @@ def steady_norms(n: int, level: float = 1.5, seed: int = 1) -> list[float]:
 # ---------------------------------------------------------------- where the rules live
 
 def test_the_moved_checks_keep_their_order_and_their_ids():
+    order = ["nan", "zero-loss", "flat-loss", "divergence", "zero-grad", "grad-spike", "lr", "overfit"]
     names = [c.name for c in checks("single_run")]
-    assert names[:8] == ["nan", "zero-loss", "flat-loss", "divergence", "zero-grad", "grad-spike", "lr", "overfit"]
+    assert [n for n in names if n in order] == order  # other modules may add checks between
     ids = list(catalogue())
     kept = ["TP-NAN", "TP-NAN-GRAD", "TP-ZERO-LOSS", "TP-ZERO-LOSS-ONSET", "TP-FLAT", "TP-DIVERGE",
             "TP-DIVERGE-NOISE", "TP-ZERO-GRAD", "TP-GRAD-SPIKE", "TP-ZERO-LR", "TP-ZERO-LR-PARTIAL", "TP-OVERFIT"]
