@@ -108,11 +108,6 @@ def trailing_median(values: np.ndarray, window: int) -> tuple[np.ndarray, np.nda
     return med, count
 
 
-def leading_median(values: np.ndarray, window: int) -> np.ndarray:
-    """For each index, the median of the up to `window` values after it; NaN at the end."""
-    return trailing_median(values[::-1], window)[0][::-1]
-
-
 def printed_decimals(values: np.ndarray, most: int) -> int:
     """The decimals the logger printed: the fewest that every finite non-zero value fits,
     to within float arithmetic (a mean of two 4-decimal values is 0.45645000000000002),

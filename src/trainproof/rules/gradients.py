@@ -93,9 +93,11 @@ def reaction(view: LossView, step: float) -> float | None:
     # The loss logged at `step` belongs to the baseline: HF logs the mean over the interval
     # the norm closes, so a high-loss batch and the spike it causes share a step - a cause,
     # not a consequence (a TrOCR run's 0.49 among 0.13s at its spike, back at 0.15 next).
-    after = loss.values[loss.steps > step][: int(_REACT_POINTS.value)]
-    before = loss.values[loss.steps <= step]
-    before = before[np.isfinite(before)][-int(_BASELINE.value):]
+    j = int(np.searchsorted(loss.steps, step, side="right"))  # steps ascend (Series)
+    w = int(_BASELINE.value)
+    after = loss.values[j: j + int(_REACT_POINTS.value)]
+    before = loss.values[max(0, j - 4 * w): j]
+    before = before[np.isfinite(before)][-w:]
     if after.size == 0 or before.size == 0:
         return None
     if not np.isfinite(after).all() or (np.any(after == 0) and np.all(before != 0)):
@@ -327,9 +329,24 @@ def initial_drop_end(run: Run) -> float | None:
     if loss is None or len(f := loss.finite_only()) < 3:
         return None
     v = f.values
-    ahead = stats.leading_median(v, max(3, int(v.size * _SPIKE["drop_window"].value)))
-    falling = (v - ahead) > _SPIKE["drop"].value * stats.point_noise(v)  # NaN at the end: False
-    return float(f.steps[stats.first_index(~falling)])
+    m = max(3, int(v.size * _SPIKE["drop_window"].value))
+    bar = _SPIKE["drop"].value * stats.point_noise(v)
+
+    def steep(i: int) -> bool:
+        ahead = v[i + 1: i + 1 + m]
+        return bool(ahead.size) and float(v[i] - np.median(ahead)) > bar
+
+    # Search a grid of m/20 points, then the stride before the first point off the drop:
+    # the cost stays ~20 window medians per window, not one per point (200,000 points x a
+    # 20,000-point window would be 4e9 values).
+    stride = max(1, m // 20)
+    i = 0
+    while i < v.size and steep(i):
+        i += stride
+    j = max(0, i - stride + 1)
+    while j < min(i, v.size) and steep(j):
+        j += 1
+    return float(f.steps[min(j, v.size - 1)])
 
 
 def _spikes(run: Run, f: Series) -> tuple[np.ndarray, np.ndarray, float]:
