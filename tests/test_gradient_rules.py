@@ -136,6 +136,13 @@ def test_a_non_finite_norm_the_loss_reacts_to_fails():
                              if x.rule_id == "TP-NAN-GRAD").evidence
 
 
+def test_a_non_finite_norm_with_the_nan_filters_zero_loss_fails():
+    # HF's logging_nan_inf_filter logs 0.0 for the NaN loss at the norm's own step.
+    loss, g = falling(30), steady_norms(30)
+    g[15], loss[15], loss[16] = NAN, 0.0, 0.0
+    assert found(run_of({"loss": loss, "grad_norm": g}))["TP-NAN-GRAD"] is Level.FAIL
+
+
 def test_a_non_finite_norm_at_the_end_of_the_log_fails():
     g = steady_norms(30)
     g[-1] = NAN

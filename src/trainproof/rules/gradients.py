@@ -73,6 +73,7 @@ _SPIKE_MIN_BASELINE = Threshold(5, "logged points", "A local median or noise of 
 
 
 def loss_view(run: Run) -> LossView:
+    """The run's loss, whether it is judged in log space, and its whole-log noise."""
     s = run.get("loss")
     if s is None:
         return LossView(None, False, 0.0)
@@ -94,14 +95,16 @@ def reaction(view: LossView, step: float) -> float | None:
     # the norm closes, so a high-loss batch and the spike it causes share a step - a cause,
     # not a consequence (a TrOCR run's 0.49 among 0.13s at its spike, back at 0.15 next).
     j = int(np.searchsorted(loss.steps, step, side="right"))  # steps ascend (Series)
+    at = int(np.searchsorted(loss.steps, step, side="left"))
     w = int(_BASELINE.value)
     after = loss.values[j: j + int(_REACT_POINTS.value)]
     before = loss.values[max(0, j - 4 * w): j]
     before = before[np.isfinite(before)][-w:]
     if after.size == 0 or before.size == 0:
         return None
-    if not np.isfinite(after).all() or (np.any(after == 0) and np.all(before != 0)):
-        return float("inf")
+    earlier = loss.values[max(0, at - w): at]
+    if not np.isfinite(after).all() or (np.any(loss.values[at: j + len(after)] == 0) and np.all(earlier != 0)):
+        return float("inf")  # NaN, or HF's NaN filter logging 0.0 from the event's step on
     if view.log:
         after, before = np.log(after), np.log(before)
     rise = float(after.max() - np.median(before))
@@ -236,8 +239,7 @@ def _filtered_hint(run: Run, g: Series) -> str:
     loss = run.get("loss")
     if loss is None or g.finite.all():
         return ""
-    bad_steps = g.steps[~g.finite]
-    at = np.isin(loss.steps, bad_steps)
+    at = np.isin(loss.steps, g.steps[~g.finite])
     if at.any() and np.all(np.isfinite(loss.values[at])):
         return "; the loss logged at those steps is finite - HF's logging_nan_inf_filter may have hidden NaN losses"
     return ""
@@ -336,9 +338,8 @@ def initial_drop_end(run: Run) -> float | None:
         ahead = v[i + 1: i + 1 + m]
         return bool(ahead.size) and float(v[i] - np.median(ahead)) > bar
 
-    # Search a grid of m/20 points, then the stride before the first point off the drop:
-    # the cost stays ~20 window medians per window, not one per point (200,000 points x a
-    # 20,000-point window would be 4e9 values).
+    # A grid of m/20 points, then the stride before the first point off the drop: ~20
+    # window medians per window, not one per point (4e9 values on a 200,000-point log).
     stride = max(1, m // 20)
     i = 0
     while i < v.size and steep(i):
