@@ -9,7 +9,9 @@ import pytest
 
 EXPECTED_EPOCH = {
     "healthy": ("PASS", set()),
-    "lr_hot": ("FAIL", {"TP-DIVERGE", "TP-GRAD-SPIKE"}),
+    # The 2650 spike comes after warm-up with the loss already wrecked and unmoved by it:
+    # counted (INFO); the run's failure is the loss's (#17: spikes need a consequence).
+    "lr_hot": ("FAIL", {"TP-DIVERGE", "TP-GRAD-SPIKE-ISOLATED"}),
     "lr_zero": ("FAIL", {"TP-DEAD-RUN", "TP-ZERO-LR"}),
     "fp16_nan": ("FAIL", {"TP-DIVERGE", "TP-NAN-GRAD"}),
     "bad_labels": ("WARN", set()),
@@ -24,7 +26,17 @@ def _doc(run_cli, *argv):
     return code, json.loads(out)
 
 
-@pytest.mark.parametrize("name", EXPECTED_EPOCH)
+# bad_labels' README verdict (WARN) was TP-GRAD-SPIKE's on its largest norm, 23.3 at step 25:
+# the last warm-up step, in the initial steep drop (loss 18.9 -> 6.4), with 4 points of
+# baseline before it and the loss falling on - the false alarm issue #17 removes. Kept as
+# a strict expected failure until the corpus README's verdict is revisited (or a rule
+# that reads its 18.9-nat start without a vocabulary gives it a WARN of its own).
+_README_DISAGREES = {"bad_labels"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
+    strict=True, reason="README verdict rested on a warm-up grad spike (#17)")) if n in _README_DISAGREES
+    else n for n in EXPECTED_EPOCH])
 def test_epoch_verdicts(corpus, run_cli, name):
     verdict, must_fire = EXPECTED_EPOCH[name]
     code, doc = _doc(run_cli, "epoch", corpus / "gallery42" / name / "trainer_state.json")

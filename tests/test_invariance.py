@@ -265,3 +265,63 @@ def test_an_eval_curve_verdict_survives_a_coarser_train_log(k):
     train = (np.interp(np.arange(80), [0, 30, 79], [1.24, 2.16, 1.79]) * np.exp(rng.normal(0, 0.02, 80)))
     ev = [2.55, 2.6, 2.9, 3.1, 3.6, 4.5, 3.9, 4.2, 4.0, 4.3]
     assert "TP-EVAL-DIVERGE" in verdict(thin(k)(_eval_run(train.tolist(), ev)))[1]
+
+
+# ---------------------------------------------------------------- issue #17: gradients, zeros, LR
+
+def _rules17_run(kind: str, seed: int, n: int = 120) -> Run:
+    """Generated logs for the gradient/zero/LR rules: a healthy falling loss with grad_norm
+    and lr logged at every loss step, and one feature each rule must read in context."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n, dtype=np.float64)
+    loss = (1.0 + 1.5 * np.exp(-t / (n / 5))) * np.exp(rng.normal(0, 0.01, n))
+    grad = 1.5 * np.exp(rng.normal(0, 0.1, n))
+    lr = np.full(n, 1e-4)
+    if kind == "scaler_skips":  # a few isolated fp16 overflows, the loss unmoved
+        grad[rng.choice(np.arange(10, n - 10), 3, replace=False)] = np.inf
+    elif kind == "scaler_fails":  # a fifth of all logged steps overflow
+        grad[::5] = np.inf
+    elif kind == "first_step_max":  # the largest norm at the first logged step
+        grad[0] = 80.0
+    elif kind == "warmup_spike":  # a spike while the lr still ramps up
+        lr = 1e-4 * np.minimum(1.0, (t + 1) / (n / 5))
+        grad[n // 10] = 60.0
+    elif kind == "isolated_spike":  # one spike after the drop, the loss does not notice
+        grad[int(n * 0.7)] = 60.0
+    elif kind == "cyclic_lr":  # restarts every tenth of the run, troughs logged at exactly 0
+        lr = 1e-4 * (1.0 - (t % (n // 10)) / (n // 10 - 1))
+    steps = 10.0 * (t + 1)
+    series = {"loss": Series("loss", steps, loss), "grad_norm": Series("grad_norm", steps, grad),
+              "lr": Series("lr", steps, lr)}
+    return Run("generated.jsonl", "example", series, n, tuple(series))
+
+
+RULES17 = {"scaler_skips": ("PASS", frozenset()), "scaler_fails": ("FAIL", frozenset({"TP-NAN-GRAD"})),
+           "first_step_max": ("PASS", frozenset()), "warmup_spike": ("PASS", frozenset()),
+           "isolated_spike": ("PASS", frozenset()), "cyclic_lr": ("PASS", frozenset())}
+
+
+@pytest.mark.parametrize("kind", sorted(RULES17))
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_rules_of_issue_17_survive_how_a_run_was_logged(kind, seed):
+    assert assert_invariant(_rules17_run(kind, seed), f"{kind} seed={seed}") == RULES17[kind]
+
+
+def test_a_converged_rounded_loss_survives_how_it_was_logged():
+    """A classifier HF logged at 4 decimals, converged to 0.0 with the eval loss falling.
+    Rescaling its units is left out: a rounded log converted to bits is no longer a
+    rounded log (TP-ZERO-LOSS-ONSET's stated limit)."""
+    n = 80
+    t = np.arange(n, dtype=np.float64)
+    loss = np.round(0.69 * np.exp(-t / 6.0), 4)
+    steps = 10.0 * (t + 1)
+    ev = Series("eval_loss", steps[9::10], np.round(0.6 * np.exp(-t[9::10] / 6.0), 6) + 2e-5)
+    run = Run("generated.jsonl", "example", {"loss": Series("loss", steps, loss), "eval_loss": ev}, n,
+              ("loss", "eval_loss"))
+    assert int((loss == 0).sum()) > 10
+    base = verdict(run)
+    assert "TP-ZERO-LOSS-ONSET" not in base[1]
+    for name, p in PERTURBATIONS.items():
+        if name in ("x0.5", "x2", "nats_to_bits"):
+            continue
+        assert verdict(p(run)) == base, name

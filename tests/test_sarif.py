@@ -91,7 +91,7 @@ def test_doctor_sarif_on_the_corpus(run_cli, tmp_path, corpus):
     run_cli("doctor", corpus, "--sarif", out)
     run = validate(out)["runs"][0]
     levels = {res["ruleId"]: res["level"] for res in run["results"]}
-    assert levels["TP-DIVERGE"] == "error" and levels["TP-GRAD-SPIKE"] == "warning"
+    assert levels["TP-DIVERGE"] == "error" and levels["TP-GRAD-SPIKE-ISOLATED"] == "note"
 
 
 def test_relative_paths_inside_cwd_map_to_the_repo(run_cli, tmp_path, monkeypatch):

@@ -3,6 +3,7 @@ that decide verdicts are passed in from the rule declarations."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,3 +94,38 @@ def log_noise_detrended(values: np.ndarray) -> float:
     if values.size < 4:
         return 0.0
     return float(1.4826 * np.median(np.abs(np.diff(np.log(values), n=2))) / np.sqrt(6.0))
+
+
+def point_noise(values: np.ndarray) -> float:
+    """Robust point-to-point noise of a series in its own units (any sign):
+    1.4826 * median |first difference| / sqrt 2 - `log_noise` without the logs, for
+    curves that can touch or cross 0 (an RL objective, a loss near 0) and for z-scores
+    that must not change when the series is shifted or rescaled."""
+    if values.size < 3:
+        return 0.0
+    return float(1.4826 * np.median(np.abs(np.diff(values))) / np.sqrt(2.0))
+
+
+def trailing_median(values: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each index, (median of the up to `window` values before it, how many there
+    were); NaN where there is none. Memory is n x window."""
+    n = values.size
+    padded = np.concatenate((np.full(window, np.nan), values.astype(np.float64)))
+    win = np.lib.stride_tricks.sliding_window_view(padded, window)[:n]
+    count = np.sum(~np.isnan(win), axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: no baseline yet
+        med = np.nanmedian(win, axis=1)
+    return med, count
+
+
+def printed_decimals(values: np.ndarray, most: int) -> int:
+    """The decimals the logger printed: the fewest that every finite non-zero value fits,
+    to within float arithmetic (a mean of two 4-decimal values is 0.45645000000000002),
+    or `most` + 1 when more are needed (the values were not rounded to fixed decimals)."""
+    v = np.abs(values[np.isfinite(values) & (values != 0)])
+    for d in range(most + 1):
+        x = v * 10.0**d
+        if np.all(np.abs(x - np.round(x)) <= 1e-9 * np.maximum(1.0, x)):
+            return d
+    return most + 1

@@ -211,16 +211,40 @@ def rule(**kwargs: Any) -> Rule:
     return r
 
 
-def check(name: str, *rules: Rule, loss_curve: bool = False) -> Callable[[Judge], Judge]:
+def check(name: str, *rules: Rule, loss_curve: bool = False, after: str | None = None) -> Callable[[Judge], Judge]:
     """Register a judge as the check `name` of the rules' group; `loss_curve` marks the
-    checks whose running makes a single-run verdict more than NOT-CHECKED."""
+    checks whose running makes a single-run verdict more than NOT-CHECKED. `after` places
+    the check right behind an already registered one (and its rules behind that check's
+    in the catalogue), so a family split over two modules keeps the order in which
+    reports list findings and the catalogue lists rules, whichever module loads first."""
 
     def register(fn: Judge) -> Judge:
         group = rules[0].group if rules else "single_run"
-        _CHECKS.setdefault(group, []).append(Check(name, group, tuple(rules), fn, loss_curve))
+        listed = _CHECKS.setdefault(group, [])
+        new = Check(name, group, tuple(rules), fn, loss_curve)
+        if after is None:
+            listed.append(new)
+            return fn
+        at = next((i for i, c in enumerate(listed) if c.name == after), None)
+        if at is None:
+            raise ValueError(f"check {name!r}: no check {after!r} registered before it")
+        listed.insert(at + 1, new)
+        _place_rules(new.rules, behind=listed[at].rules)
         return fn
 
     return register
+
+
+def _place_rules(moved: tuple[Rule, ...], behind: tuple[Rule, ...]) -> None:
+    """Move `moved` in the catalogue to right behind the last of `behind`."""
+    if not behind:
+        return
+    ids = [i for i in _RULES if i not in {r.id for r in moved}]
+    at = ids.index(behind[-1].id) + 1
+    order = ids[:at] + [r.id for r in moved] + ids[at:]
+    rules = dict(_RULES)
+    _RULES.clear()
+    _RULES.update((i, rules[i]) for i in order)
 
 
 def checks(group: str) -> Sequence[Check]:
