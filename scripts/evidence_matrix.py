@@ -283,6 +283,9 @@ def update_golden(changelog: Path = ROOT / "CHANGELOG.md") -> str:
     return f"updated {len(changed)} golden snapshot(s): {', '.join(names)}"
 
 
+_PUBLIC_BEGIN = "<!-- public-runs:begin -->"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help=f"rewrite {MATRIX.name}")
@@ -292,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
         print(update_golden())
         return 0
     text = render()
+    old = MATRIX.read_text(encoding="utf-8") if MATRIX.exists() else ""
+    if _PUBLIC_BEGIN in old:  # the public-runs table is scripts/public_runs.py's: keep it as it is
+        text = text.rstrip("\n") + "\n\n" + _PUBLIC_BEGIN + old.split(_PUBLIC_BEGIN, 1)[1]
     if opts.write:
         MATRIX.write_text(text)
         print(f"wrote {rel(MATRIX)}")

@@ -114,7 +114,7 @@ def reward_progress(run: Run) -> list[Finding] | Skip:
     """The reward is an RL run's objective curve, so this check counts as judging the run."""
     reward = run.get("reward")
     if reward is None:
-        return Skip(SkipKind.NO_DATA, "no reward column in the log (not an RL run)")
+        return Skip(SkipKind.NO_DATA, "no reward column in the log: not an RL run")
     reward = reward.finite_only()
     gate = progress_gate(run, reward)
     if not gate.open:  # in warm-up the policy has barely moved: flat by construction
