@@ -17,7 +17,7 @@ import numpy as np
 from trainproof import stats
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.gate import not_yet, progress_gate
+from trainproof.rules.gate import progress_gate
 from trainproof.rules.run import G, seen_phrase
 
 _MIN_POINTS = Threshold(5, "eval points", "Evaluations are few: a start, a best and a held end "
@@ -44,6 +44,11 @@ _GIVEBACK = Threshold(
     "never dropped gives back all it rises. On a loss near 0.2 a ratio to the best is the "
     "wrong unit (0.219 -> 0.40 is a small absolute move and a huge one against the curve's "
     "own gain).")
+_NEVER_BACK = Threshold(
+    8, "evaluations after the first",
+    "A curve whose every later evaluation sits above its first by the rise margin is worse than "
+    "it started whatever its noise: a flat noisy curve lands below its first evaluation about "
+    "half the time, so eight in a row above it happen by chance about once in 256 runs.")
 _RISE = Threshold(
     0.1, "fraction of the best eval loss",
     "On a very smooth eval curve a rise of a few parts in a thousand can be many noise units "
@@ -57,7 +62,7 @@ _TRAIN_END_SHARE = Threshold(
 _TRAIN_END_MAX = Threshold(5, "points", "At most 5 points, so on a long log 'now' stays the end "
                            "of training and not its last tenth.")
 _CLIMB = {"min_after_floor": _AFTER, "end_points": _END, "min_gap_se": _GAP_SE,
-          "min_giveback": _GIVEBACK, "min_rise": _RISE}
+          "min_giveback": _GIVEBACK, "min_rise": _RISE, "never_back": _NEVER_BACK}
 
 OVERFIT = rule(
     id="TP-OVERFIT", level=Level.WARN, group=G,
@@ -109,8 +114,11 @@ EVAL_DIVERGE = rule(
                    "eval_loss": [2.55, 2.6, 3.1, 3.6, 4.5, 4.0, 3.9, 4.1]}),
     passes=Example({"loss": [1.4, 1.2, 1.1, 1.0, 0.95, 0.9, 0.88, 0.86],
                     "eval_loss": [1.5, 1.3, 1.2, 1.15, 1.12, 1.1, 1.11, 1.1]}),
-    limits="Judged from the first evaluation after warm-up (schedule.py), so the drop the curve "
-    "gives back is the one made at full learning rate. A positive eval loss is required. When "
+    limits="Judged from the first evaluation, warm-up included (damage done while the LR warms "
+    "up is the commonest way a fine-tune's held-out loss ends above where it started, so the "
+    "progress gate, TP-TOO-EARLY, does not hold this rule back), and again from the first "
+    "evaluation after warm-up (schedule.py), so a drop made during warm-up does not hide a climb "
+    "that gives back what the full-rate phase gained. A positive eval loss is required. When "
     "the train loss kept falling past the eval "
     "minimum the climb is TP-OVERFIT's (WARN). Corroborating metrics are reported in the "
     "evidence; they never make or unmake the finding.",
@@ -154,6 +162,11 @@ def measure_climb(e: Series) -> Climb | None:
     drop = float(np.log(start / floor))
     giveback = up / drop if drop > 0 else (np.inf if up > 0 else 0.0)
     fires = gap_se > _GAP_SE.value and giveback >= _GIVEBACK.value and end / floor - 1.0 >= _RISE.value
+    # Worse than it started, by count rather than by noise: a damaged curve swings, which
+    # inflates its own noise estimate, but it never comes back to its first evaluation.
+    later = e.values[1:]
+    fires = fires or bool(i == 0 and later.size >= _NEVER_BACK.value
+                          and np.all(later >= start * (1.0 + _RISE.value)))
     return Climb(start, float(e.steps[0]), floor, float(e.steps[i]), end, k, sigma, gap_se,
                  giveback, end / floor - 1.0, bool(fires))
 
@@ -231,15 +244,17 @@ def eval_loss_worse(run: Run) -> list[Finding] | Skip:
     e = _eval(run, int(EVAL_DIVERGE.t("min_points")))
     if isinstance(e, Skip):
         return e
+    # Judged from the first evaluation, warm-up included, and without waiting for the
+    # progress gate: this is a claim that the model got worse, not that it failed to get
+    # better, and a learning rate that wrecks a fine-tune does it while it warms up (the
+    # first evaluation is the only witness of the model before the damage).
+    # It is also judged from the first evaluation at full LR, so a drop made while the LR
+    # warmed up does not hide a climb that gives back what the full-rate phase gained.
     gate = progress_gate(run, e)
-    if not gate.open:
-        return not_yet(gate)
-    # Judged from the first evaluation at full LR: what warm-up did is not the curve's drop.
-    e = _from(e, gate.start)
-    if len(e) < EVAL_DIVERGE.t("min_points"):
-        return Skip(SkipKind.TOO_FEW, f"{len(e)} eval points after warm-up, needs "
-                    f"{int(EVAL_DIVERGE.t('min_points'))}")
     c = measure_climb(e)
+    after = _from(e, gate.start)
+    if (c is None or not c.fires) and len(after) >= EVAL_DIVERGE.t("min_points") and len(after) < len(e):
+        c = measure_climb(after)
     if c is None or not c.fires:
         return []
     t = _train(run)

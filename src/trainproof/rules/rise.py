@@ -35,6 +35,14 @@ DEAD_RUN = rule(
                                      "Healthy fine-tunes in both galleries improve >= 10 %; lr=0 "
                                      "runs move <= 3 % on batch noise alone."),
         "min_points": Threshold(10, "points", "A start block and an end block that do not overlap."),
+        "clear_improvement": Threshold(
+            0.10, "fraction of the start median",
+            "Above this gain the noise test no longer decides: a FAIL says the run did not learn, "
+            "and a loss that ended 10 % below its start did, however noisy its log. Twice the "
+            "band that lr=0 runs stay inside; on a log noisy enough that 10 % is within 2.5 "
+            "standard errors (one-batch losses logged every step scatter by ~20 % per point) a "
+            "3-point start block cannot tell a dead run from a learning one, and absence of "
+            "proof is not evidence of a dead run."),
         "end_fraction": Threshold(
             0.2, "of the finite points",
             "The end is the median of the last fifth of the log (at least a block): the end of a "
@@ -43,6 +51,11 @@ DEAD_RUN = rule(
             "on the out-of-sample gallery's 40-point logs (5-6 % noise per point) a healthy run "
             "cut by one point read as dead with a 3-point end. The start stays a block: the start "
             "is where the loss moves fastest."),
+        "full_first_interval": Threshold(
+            0.5, "of the typical logging interval",
+            "The first point stands as a start on its own only when it was logged at least half a "
+            "typical interval from step 0, so it averages about as many batches as the points after "
+            "it (a logging interval of 50 steps makes step 1's lone batch ~7x noisier)."),
         "min_gain_se": Threshold(
             2.5, "standard errors",
             "The improvement counts only when log(start / end) also exceeds this many standard "
@@ -56,7 +69,8 @@ DEAD_RUN = rule(
     },
     fires=Example({"loss": [1.52, 1.50, 1.55, 1.49, 1.51, 1.50, 1.52, 1.48, 1.50, 1.49]}),
     passes=Example({"loss": [1.52, 1.45, 1.40, 1.35, 1.30, 1.20, 1.15, 1.10, 1.05, 1.00]}),
-    limits="The start is the lower of the first point and the median of the first full block "
+    limits="The start is the lower of the first point (when it covers a whole logging interval) "
+    "and the median of the first full block "
     "(TP-DIVERGE's block size: 3 points, n // 50 on long logs), whatever the log's length "
     "modulo the block size; the end is the median of the last fifth. A loss that ends in "
     "NaN/Inf is TP-NAN's. A run started from an already-converged checkpoint is 'dead' by "
@@ -168,6 +182,18 @@ def loss_rose(run: Run) -> list[Finding] | Skip:
                               test=r.test, seen=seen_phrase(gate))]
 
 
+def first_point_is_full(s: Series) -> bool:
+    """Does the first logged point cover a whole logging interval, like the points after it?
+    A first point logged earlier than one typical interval from step 0 averages fewer
+    batches (HF's `logging_first_step`), so it scatters more than its neighbours."""
+    if s.steps.size < 3:
+        return True
+    typical, first = float(np.median(np.diff(s.steps))), float(s.steps[0])
+    # Only a fresh run's counter says how many steps the first point covers (from step 0); a
+    # log that starts at step 0 or before, or far past it (a resume), tells nothing: full.
+    return not (0 < first < typical * DEAD_RUN.t("full_first_interval"))
+
+
 @check("dead-run", DEAD_RUN, loss_curve=True)
 def loss_not_improving(run: Run) -> list[Finding] | Skip:
     s = finite_loss(run, int(DEAD_RUN.t("min_points")))
@@ -188,7 +214,11 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
     # only if it ended below both the block and its first point.
     m = end_points(s)
     window, first = float(b.medians[0]), float(s.values[0])
-    start, end = min(window, first), stats.robust_median(s.values[-m:])
+    # ...but only a first point that averages as many steps as the others: HF's
+    # `logging_first_step` logs step 1 alone, one batch's loss among means of dozens, whose
+    # scatter says nothing about where training started.
+    full = first_point_is_full(s)
+    start, end = (min(window, first) if full else window), stats.robust_median(s.values[-m:])
     if start <= 0:
         return Skip(SkipKind.DEGENERATE, "start loss is not positive; relative improvement is meaningless")
     improvement = (start - end) / start
@@ -199,7 +229,10 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
         return []  # the loss rose far: that is divergence, and TP-DIVERGE owns it
     if s.values.min() > 0 and (measure_rise(s).fires or divergence_measure(s)[0]):
         return []  # it rose beyond the noise (TP-LOSS-ROSE's) or far above its floor (TP-DIVERGE's)
-    if improvement < DEAD_RUN.t("min_improvement") or gain_se < DEAD_RUN.t("min_gain_se"):
+    # A FAIL needs evidence that the run did not learn, not only a lack of proof that it did:
+    # a gain below the band is dead; a gain inside the noise is dead only while it is small.
+    small = improvement < DEAD_RUN.t("clear_improvement") and gain_se < DEAD_RUN.t("min_gain_se")
+    if improvement < DEAD_RUN.t("min_improvement") or small:
         k = b.size
         return [DEAD_RUN.finding(Location(run.path), k=k, m=m, start=start, end=end, improvement=improvement,
                                  gain_se=gain_se, sigma=sigma,
