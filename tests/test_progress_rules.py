@@ -16,7 +16,7 @@ import pytest
 
 from trainproof.engine import judge_run
 from trainproof.examples import run_from
-from trainproof.model import Level, Run
+from trainproof.model import Level, Run, Series
 from trainproof.parsers import read_run
 from trainproof.rules.run import divergence_measure
 
@@ -221,3 +221,62 @@ def test_a_metric_beside_the_eval_loss_never_fires_alone():
     run = _run(None, loss=[2.0, 1.9, 1.8, 1.7, 1.6, 1.5, 1.45, 1.4], eval_loss=ev,
                eval_wer=[30, 35, 40, 45, 50, 55, 60, 65])
     assert _ids(run, Level.FAIL, Level.WARN) == set()
+
+
+# ---------------------------------------------------------------- evidence, not lack of proof
+
+def _dead(run: Run) -> bool:
+    return "TP-DEAD-RUN" in {f.rule_id for f in judge_run(run).findings}
+
+
+def test_a_noisy_per_step_log_that_learned_is_not_dead():
+    """One-batch losses logged every step scatter by ~20 % per point: a 3-point start cannot
+    prove a 20 % gain at 2.5 standard errors, and that is not evidence of a dead run."""
+    rng = np.random.default_rng(0)
+    loss = np.exp(np.log(np.linspace(0.8, 0.6, 128)) + rng.normal(0, 0.19, 128))
+    loss[0] = 1.04
+    assert not _dead(_run(None, loss=loss.tolist()))
+
+
+def test_a_flat_noisy_log_is_still_dead():
+    rng = np.random.default_rng(1)
+    loss = np.exp(np.log(1.5) + rng.normal(0, 0.04, 60))
+    assert _dead(_run(None, loss=loss.tolist()))
+
+
+def test_the_start_is_the_first_point_so_a_fast_early_drop_is_learning():
+    """A fine-tune that drops 1.57 -> 1.44 over its first logged steps and then plateaus
+    learned something: a plateau, not a dead run."""
+    rng = np.random.default_rng(2)
+    loss = [1.571, 1.436, 1.423, *(1.41 * np.exp(rng.normal(0, 0.03, 28))).tolist()]
+    assert not _dead(_run(None, loss=loss))
+
+
+def test_a_lone_first_step_does_not_stand_as_the_start():
+    """HF's logging_first_step: step 1 is one batch among means of 50; when it happens to be
+    low it must not make a learning run look dead."""
+    steps = [1, *list(range(50, 1001, 50))]
+    loss = [0.9, *np.linspace(1.8, 1.2, 20).tolist()]
+    def verdict(first_step: int) -> str:
+        at = np.array([first_step, *steps[1:]], float)
+        run = _run(None, loss=loss)
+        return judge_run(replace(run, series={"loss": Series("loss", at, np.array(loss))})).verdict.value
+
+    assert verdict(1) == "PASS"
+    assert verdict(25) == "FAIL"  # the same low point averaging a whole interval is a start
+
+
+def test_eval_worse_than_it_started_through_warm_up_damage_is_judged():
+    """A Whisper fine-tune at 3e-3: every evaluation after the first sits above it (eval
+    2.55 -> 3.1-4.5 -> 3.4) while the train loss rose; the curve's swings inflate its own
+    noise, so the count decides."""
+    ev = [2.55, 3.62, 3.49, 3.19, 3.96, 3.98, 3.72, 4.46, 4.0, 4.17, 3.64, 3.68, 3.93, 3.55, 3.45,
+          3.32, 3.42, 3.29, 3.14, 3.42]
+    run = _run(None, loss=[1.24, 2.03, 2.16, 1.98, 1.79], eval_loss=ev)
+    assert "TP-EVAL-DIVERGE" in {f.rule_id for f in judge_run(run).findings}
+
+
+def test_eval_that_returns_to_its_start_is_not_worse_than_it_started():
+    ev = [2.55, 3.62, 3.49, 3.19, 3.96, 3.98, 3.72, 3.4, 3.0, 2.6, 2.5, 2.45]
+    run = _run(None, loss=[1.24, 2.03, 2.16, 1.98, 1.79], eval_loss=ev)
+    assert "TP-EVAL-DIVERGE" not in {f.rule_id for f in judge_run(run).findings}
