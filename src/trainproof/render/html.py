@@ -25,7 +25,7 @@ section{border:1px solid #ccc;border-radius:6px;padding:1em;margin:1em 0}
 td,th{border-top:1px solid #eee;padding:.3em .5em;text-align:left;vertical-align:top}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 code{font-size:.95em;word-break:break-all}.meta{color:#555}a{color:#1f5fbf}
-tr.hl,tr:target{background:#fff3c4}
+tr.hl,tr:target{background:#fff3c4}.findings td:nth-child(2){white-space:nowrap}
 .chart{width:100%;height:auto;font:11px system-ui,sans-serif}.small{display:flex;gap:1em}.small>div{flex:1}
 .plot{fill:#fff;stroke:#999}.grid{stroke:#eee}.axis{stroke:#999}.tick{fill:#555}.lab{fill:#333;font-size:12px}
 .env{fill:#9ca3af;fill-opacity:.3;stroke:none}

@@ -15,6 +15,7 @@ from trainproof.curves import BASELINE, ENVELOPE_HI, ENVELOPE_LO, Curve, as_arra
 
 LOG_SPAN = 10.0  # more than one decade between the lowest and highest value: a log axis shows the shape
 LEFT, RIGHT, TOP, BOTTOM = 58, 14, 12, 36
+DOTS_BELOW = 60  # a curve of few points (evaluations) gets a dot per point: one point draws no line
 STYLE = {  # curve name -> (colour, dash, legend text)
     "loss": ("#1f5fbf", "", "train loss"), "eval_loss": ("#c2410c", "", "eval loss"),
     BASELINE: ("#6b7280", "5 3", "baseline loss"), "lr": ("#7c3aed", "", "learning rate"),
@@ -136,6 +137,10 @@ def chart(curves: Mapping[str, Curve], names: Sequence[str], ylabel: str, xrange
         parts.append(f"<polyline fill='none' stroke='{colour}' stroke-width='1.4'{dashed} class='c' "
                      f"data-curve='{escape(n)}' points='{_points(curves[n], sx, sy)}'><title>{escape(text)}"
                      "</title></polyline>")
+        if len(curves[n][0]) <= DOTS_BELOW:
+            parts.append(f"<g fill='{colour}' class='dots'>" + "".join(
+                f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='2.2'/>" for x, y in zip(*curves[n], strict=True)
+                if not sy.log or y > 0) + "</g>")
     parts += _markers(markers, sx, height, labelled)
     parts.append("</svg>")
     return "".join(parts)
