@@ -99,7 +99,7 @@ def test_compare_draws_baseline_envelope_and_ranking(run_cli, tmp_path):
 
 
 def test_doctor_opens_with_a_summary_linking_every_run(run_cli, tmp_path):
-    page, doc = _html(run_cli, tmp_path, "doctor", GALLERY)
+    page, doc = _html(run_cli, tmp_path, "doctor", ROOT / "examples")  # both galleries: 36 runs
     _self_contained(page)
     summary = page.split("id='summary'", 1)[1].split("</section>", 1)[0]
     links = re.findall(r"href='#(r\d+)'", summary)
@@ -178,3 +178,21 @@ def test_million_point_log_page_is_small_and_keeps_the_cited_point(run_cli, tmp_
     s0, s1 = float(svg.group(1)), float(svg.group(2))
     x0, x1 = 58, 340 - 14
     assert abs(top[0] - (x0 + (654_321 - s0) / (s1 - s0) * (x1 - x0))) < 0.1
+
+
+def test_doctor_with_a_baseline_draws_it(run_cli, tmp_path):
+    page, doc = _html(run_cli, tmp_path, "doctor", GALLERY / "lr_hot", "--baseline",
+                      GALLERY / "healthy" / "trainer_state.json")
+    assert page.count("data-curve='baseline loss'") == len(doc["reports"]) > 0
+    assert _markers(page) == _cited(doc)
+
+
+def test_a_report_without_a_chart_links_no_marker():
+    """A finding's step with no loss to draw is said in words, never linked to nothing."""
+    from trainproof.model import Finding, Level, Location, Report, ReportSet
+    from trainproof.render import html
+
+    f = Finding("TP-NAN", Level.FAIL, "Loss is NaN or Inf.", "all NaN", {}, Location("x.csv", 5.0))
+    rep = Report("x.csv", "csv", (f,), ran=("nan",), curves={"lr": ((1.0, 2.0), (0.1, 0.1))})
+    page = html.render(ReportSet("epoch", (rep,)))
+    assert "step 5" in page and "href='#m" not in page and "<svg" not in page

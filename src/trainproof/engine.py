@@ -160,7 +160,13 @@ def judge_pair(pair: Pair, baseline_report: Report | Sequence[Report] | None = N
     st = statement_for("compare")
     said = state(st, out.findings, out.ran, out.skipped, bool(out.ran), st.values(pair), st.where(pair))
     findings = out.findings + ([said] if said is not None else [])
-    track = pair.loss  # the baselines as the compare rules aligned them, for the envelope
+    return Report(findings=tuple(findings), ran=tuple(out.ran), skipped=out.skipped,
+                  curves=pair_curves(pair, findings), **base)
+
+
+def pair_curves(pair: Pair, findings: Sequence[Finding]) -> dict[str, tuple[tuple[float, ...], tuple[float, ...]]]:
+    """The run's curves drawn over its baseline, and the baselines' envelope as the compare
+    rules aligned them (several baselines), keeping the steps `findings` cite."""
+    track = pair.loss
     at_run = None if isinstance(track, str) else (track.steps, track.bases)
-    drawn = compare_curves(pair.run, pair.baselines, at_run, findings)
-    return Report(findings=tuple(findings), ran=tuple(out.ran), skipped=out.skipped, curves=drawn, **base)
+    return compare_curves(pair.run, pair.baselines, at_run, findings)

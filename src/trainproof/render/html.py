@@ -28,6 +28,7 @@ code{font-size:.95em;word-break:break-all}.meta{color:#555}a{color:#1f5fbf}
 tr.hl,tr:target{background:#fff3c4}.findings td:nth-child(2){white-space:nowrap}
 .chart{width:100%;height:auto;font:11px system-ui,sans-serif}.small{display:flex;gap:1em}.small>div{flex:1}
 .plot{fill:#fff;stroke:#999}.grid{stroke:#eee}.axis{stroke:#999}.tick{fill:#555}.lab{fill:#333;font-size:12px}
+.ty{text-anchor:end}.tx{text-anchor:middle}
 .env{fill:#9ca3af;fill-opacity:.3;stroke:none}
 .mk line,.mk2 line{stroke:#555;stroke-dasharray:3 3}.mk text{fill:#333;paint-order:stroke;stroke:#fff;stroke-width:3px}
 .mk.FAIL line,.mk2.FAIL line{stroke:#b3261e}.mk.WARN line,.mk2.WARN line{stroke:#a15c00}.mk{cursor:pointer}
@@ -62,17 +63,24 @@ def _markers(findings: Sequence[Finding], sec: str) -> list[svg.Marker]:
             for j, f in enumerate(findings) if f.location.step is not None]
 
 
+MAIN = ("loss", "eval_loss", BASELINE)
+
+
+def _charted(r: Report) -> bool:
+    """Whether the report gets its loss chart, which holds the markers findings link to."""
+    return any(r.curves.get(n, ((), ()))[0] for n in MAIN)
+
+
 def _charts(r: Report, sec: str) -> str:
     """The loss chart (with its baseline and envelope in a compare) and the small charts."""
     span = steps_of(r.curves)
-    if span is None:
+    if span is None or not _charted(r):
         return ""
     marks = _markers(r.findings, sec)
     cited = [m.step for m in marks]
     xr = (min([span[0], *cited]), max([span[1], *cited]))
-    main = ("loss", "eval_loss", BASELINE)
-    out = [svg.legend(r.curves, main), svg.chart(r.curves, main, "loss", xr, marks)]
-    if svg.is_log(r.curves, main):
+    out = [svg.legend(r.curves, MAIN), svg.chart(r.curves, MAIN, "loss", xr, marks)]
+    if svg.is_log(r.curves, MAIN):
         out.append("<p class='meta'>The loss spans more than a decade: its axis is logarithmic.</p>")
     small = [svg.chart(r.curves, (n,), label, xr, marks, width=340, height=170, labelled=False)
              for n, label in (("lr", "learning rate"), ("grad_norm", "grad norm"))]
@@ -83,10 +91,12 @@ def _charts(r: Report, sec: str) -> str:
 
 
 def _findings(r: Report, sec: str) -> str:
-    rows = []
+    rows, linked = [], _charted(r)
     for j, f in enumerate(r.findings):
         rule = f"<code>{escape(f.rule_id)}</code>"
-        if f.location.step is not None:
+        if f.location.step is not None and not linked:
+            rule += f"<br><span class='meta'>step {f.location.step:g}</span>"
+        elif f.location.step is not None:
             rule = (f"<a href='#m{sec}-{j}' data-marker='m{sec}-{j}' data-finding='f{sec}-{j}'>{rule}</a>"
                     f"<br><span class='meta'>step {f.location.step:g}</span>")
         rows.append(f"<tr id='f{sec}-{j}'><td>{_badge(f.level.value)}</td><td>{rule}</td>"

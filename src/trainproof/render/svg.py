@@ -79,18 +79,17 @@ def _points(c: Curve, sx: Axis, sy: Axis) -> str:
 
 
 def _axes(sx: Axis, sy: Axis, w: int, h: int, ylabel: str) -> list[str]:
+    """Frame, grid, ticks and labels; lines share one path each (a page holds many charts)."""
     out = [f"<rect x='{LEFT}' y='{TOP}' width='{w - LEFT - RIGHT}' height='{h - TOP - BOTTOM}' class='plot'/>"]
-    for t in nice_ticks(sy.lo, sy.hi, sy.log):
-        y = sy(t)
-        out.append(f"<line x1='{LEFT}' x2='{w - RIGHT}' y1='{y:.1f}' y2='{y:.1f}' class='grid'/>"
-                   f"<text x='{LEFT - 4}' y='{y + 3:.1f}' text-anchor='end' class='tick'>{_fmt(t)}</text>")
-    for t in nice_ticks(sx.lo, sx.hi, False, want=6):
-        x = sx(t)
-        out.append(f"<line x1='{x:.1f}' x2='{x:.1f}' y1='{h - BOTTOM}' y2='{h - BOTTOM + 4}' class='axis'/>"
-                   f"<text x='{x:.1f}' y='{h - BOTTOM + 15}' text-anchor='middle' class='tick'>{_fmt(t)}</text>")
-    out.append(f"<text x='{(LEFT + w - RIGHT) / 2:.0f}' y='{h - 4}' text-anchor='middle' class='lab'>step</text>"
-               f"<text transform='translate(12 {(TOP + h - BOTTOM) / 2:.0f}) rotate(-90)' text-anchor='middle' "
-               f"class='lab'>{escape(ylabel)}{' (log)' if sy.log else ''}</text>")
+    yt = [(sy(t), t) for t in nice_ticks(sy.lo, sy.hi, sy.log)]
+    xt = [(sx(t), t) for t in nice_ticks(sx.lo, sx.hi, False, want=6)]
+    out.append("<path class='grid' d='" + "".join(f"M{LEFT} {y:.1f}H{w - RIGHT}" for y, _ in yt) + "'/>"
+               "<path class='axis' d='" + "".join(f"M{x:.1f} {h - BOTTOM}v4" for x, _ in xt) + "'/>")
+    out += [f"<text x='{LEFT - 4}' y='{y + 3:.1f}' class='tick ty'>{_fmt(t)}</text>" for y, t in yt]
+    out += [f"<text x='{x:.1f}' y='{h - BOTTOM + 15}' class='tick tx'>{_fmt(t)}</text>" for x, t in xt]
+    out.append(f"<text x='{(LEFT + w - RIGHT) / 2:.0f}' y='{h - 4}' class='lab tx'>step</text>"
+               f"<text transform='translate(12 {(TOP + h - BOTTOM) / 2:.0f}) rotate(-90)' class='lab tx'>"
+               f"{escape(ylabel)}{' (log)' if sy.log else ''}</text>")
     return out
 
 
@@ -138,9 +137,9 @@ def chart(curves: Mapping[str, Curve], names: Sequence[str], ylabel: str, xrange
                      f"data-curve='{escape(n)}' points='{_points(curves[n], sx, sy)}'><title>{escape(text)}"
                      "</title></polyline>")
         if len(curves[n][0]) <= DOTS_BELOW:
-            parts.append(f"<g fill='{colour}' class='dots'>" + "".join(
-                f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='2.2'/>" for x, y in zip(*curves[n], strict=True)
-                if not sy.log or y > 0) + "</g>")
+            # zero-length round-capped segments: a dot per point for a few bytes each
+            d = "".join(f"M{p}h0" for p in _points(curves[n], sx, sy).split())
+            parts.append(f"<path class='dots' stroke='{colour}' stroke-width='4.4' stroke-linecap='round' d='{d}'/>")
     parts += _markers(markers, sx, height, labelled)
     parts.append("</svg>")
     return "".join(parts)
