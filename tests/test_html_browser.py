@@ -117,3 +117,33 @@ def test_the_harness_sees_requests_and_console_errors(browser, tmp_path):
     found = problems(browser.open(bad), bad)
     assert any(p.startswith("request: http://example.invalid") for p in found)
     assert any("boom" in p for p in found)
+
+
+def test_tokenizer_page_loads_with_its_findings(browser, run_cli, tmp_path, monkeypatch):
+    pytest.importorskip("tokenizers")
+    from .test_tokenizer import corpus, train_bpe, transcripts
+
+    tok = train_bpe(tmp_path / "tokenizer.json")
+    rows = [(s, 2.0) for s in corpus(30)] + [("The cat sat on 2023-05-12 at 10:30 \u2603 \u2603.", 2.0)]
+    page, doc = _page(run_cli, tmp_path, ["tokenizer", str(tok), str(transcripts(tmp_path / "t.jsonl", rows))],
+                      monkeypatch)
+    assert problems(browser.open(page), page) == []
+    shown = browser.evaluate("Array.from(document.querySelectorAll('table.findings code')).map(c => c.textContent)")
+    assert shown == [f["id"] for r in doc["reports"] for f in r["findings"]] and "TP-TOK-HIGH-OOV" in shown
+    assert browser.evaluate("document.querySelectorAll('svg').length") == 0
+    browser.screenshot(ARTIFACTS / "html-tokenizer.png")
+
+
+def test_a_hostile_file_name_stays_text_in_the_browser(browser, run_cli, tmp_path, monkeypatch):
+    import shutil
+
+    evil = "<img src=x onerror=alert(1)>'\"><script>alert(2)<_script><svg onload=alert(3)>"
+    (tmp_path / "logs" / evil).mkdir(parents=True)
+    shutil.copy(ROOT / "tests" / "fixtures" / "core" / "hf_nonfinite" / "trainer_state.json",
+                tmp_path / "logs" / evil / "trainer_state.json")
+    page, _ = _page(run_cli, tmp_path, ["doctor", str(tmp_path / "logs")], monkeypatch)
+    events = browser.open(page)
+    assert problems(events, page) == []
+    assert not any(e.get("method") == "Page.javascriptDialogOpening" for e in events)
+    assert browser.evaluate("document.querySelectorAll('img, script').length") == 1  # our own script
+    assert browser.evaluate(f"document.body.textContent.includes({json.dumps(evil)})")
