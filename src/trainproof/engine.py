@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from trainproof.curves import compare_curves, run_curves
 from trainproof.model import Finding, Level, Location, Report, Run, Skip, SkipKind
 from trainproof.rules import checks
 from trainproof.rules.base import Statement, statement_for, statements
@@ -124,29 +125,13 @@ def amend(rep: Report, scope: str, extra: Outcome, prefix: str = "") -> Report:
     return replace(rep, findings=tuple(kept), ran=tuple(ran), skipped=skipped)
 
 
-CURVE_POINTS = 400  # enough for a chart in a report; never a judging input
-
-
-def curves(run: Run) -> dict[str, tuple[tuple[float, ...], tuple[float, ...]]]:
-    """Finite loss/eval_loss points, evenly thinned, for renderers that draw charts."""
-    out = {}
-    for name in ("loss", "eval_loss"):
-        s = run.get(name)
-        if s is None:
-            continue
-        f = s.finite_only()
-        idx = np.unique(np.linspace(0, len(f) - 1, min(len(f), CURVE_POINTS)).astype(int)) if len(f) else []
-        out[name] = (tuple(f.steps[idx].tolist()), tuple(f.values[idx].tolist()))
-    return out
-
-
 def judge_run(run: Run, required: bool = True) -> Report:
     """The single-run verdict on one parsed log."""
     base = dict(subject=run.path, format=run.format, records=run.records,
                 span=run.step_span, notes=run.notes, required=required)
     rep = report("single_run", run, **base)
     judged = statement_for("single_run").precheck(run) is None
-    return replace(rep, curves=curves(run)) if judged else rep
+    return replace(rep, curves=run_curves(run, rep.findings)) if judged else rep
 
 
 def pair_outcome(pair: Pair, baseline_report: Report | Sequence[Report] | None = None) -> Outcome:
@@ -175,4 +160,13 @@ def judge_pair(pair: Pair, baseline_report: Report | Sequence[Report] | None = N
     st = statement_for("compare")
     said = state(st, out.findings, out.ran, out.skipped, bool(out.ran), st.values(pair), st.where(pair))
     findings = out.findings + ([said] if said is not None else [])
-    return Report(findings=tuple(findings), ran=tuple(out.ran), skipped=out.skipped, **base)
+    return Report(findings=tuple(findings), ran=tuple(out.ran), skipped=out.skipped,
+                  curves=pair_curves(pair, findings), **base)
+
+
+def pair_curves(pair: Pair, findings: Sequence[Finding]) -> dict[str, tuple[tuple[float, ...], tuple[float, ...]]]:
+    """The run's curves drawn over its baseline, and the baselines' envelope as the compare
+    rules aligned them (several baselines), keeping the steps `findings` cite."""
+    track = pair.loss
+    at_run = None if isinstance(track, str) else (track.steps, track.bases)
+    return compare_curves(pair.run, pair.baselines, at_run, findings)

@@ -11,7 +11,7 @@ from pathlib import Path
 from trainproof.address import join_address, split_address
 from trainproof.commands.common import add_vocab_argument, load, vocabulary, with_vocabulary
 from trainproof.discover import discover
-from trainproof.engine import amend, judge_run, pair_outcome
+from trainproof.engine import amend, judge_run, pair_curves, pair_outcome
 from trainproof.model import InputError, Location, Report, ReportSet, Run
 from trainproof.parsers import read_run, resolve
 from trainproof.records import loss_disagreement, merge_records, primary_first
@@ -49,8 +49,9 @@ def _unreadable(path: str, fmt: str, why: str) -> Report:
 def _with_baseline(single: Report, run: Run, baselines: list[Run], base_reports: list[Report]) -> Report:
     """The single-run report with the compare findings added; the engine states the
     outcome once over both, so a compare FAIL and a single-run PASS never stand together."""
-    cmp = pair_outcome(Pair(baselines[0], run, tuple(baselines[1:])), base_reports)
-    return amend(single, "single_run", cmp, prefix="compare:")
+    pair = Pair(baselines[0], run, tuple(baselines[1:]))
+    rep = amend(single, "single_run", pair_outcome(pair, base_reports), prefix="compare:")
+    return replace(rep, curves=pair_curves(pair, rep.findings)) if rep.curves else rep
 
 
 def _one_per_run(runs: list[Run], shown: str) -> list[Run]:

@@ -1,0 +1,94 @@
+"""The chart data a report carries for the renderers that draw (the HTML report): each
+metric thinned to a few points per pixel column, keeping every point a finding cites.
+Never a judging input: the rules read the full series, and nothing here changes a verdict.
+
+Thinning is min/max per bucket of equal step width (the extremes a reader looks for -
+a spike, a NaN's neighbour, the floor - survive, which even thinning would drop), plus
+the first and last point and the point at every step a finding names."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from trainproof.model import Finding, Run, Series
+
+Curve = tuple[tuple[float, ...], tuple[float, ...]]
+
+# Buckets are pixel columns: the loss chart is 720 px wide, the small charts 340.
+BUCKETS = {"loss": 720, "eval_loss": 720, "lr": 340, "grad_norm": 340}
+CHART_METRICS = tuple(BUCKETS)
+# Names of the compare report's extra curves (the renderer draws them under the run's).
+BASELINE, ENVELOPE_LO, ENVELOPE_HI = "baseline loss", "envelope low", "envelope high"
+
+
+def cited_steps(findings: Iterable[Finding]) -> list[float]:
+    """The steps findings point at (Location.step), in order, without repeats."""
+    return sorted({float(f.location.step) for f in findings
+                   if f.location.step is not None and np.isfinite(f.location.step)})
+
+
+def thin(steps: np.ndarray, values: np.ndarray, buckets: int, keep: Sequence[float] = ()) -> Curve:
+    """At most ~2*buckets finite points of (steps, values): each bucket's lowest and highest,
+    the first and last point, and the point at (or nearest before) every step in `keep`."""
+    ok = np.isfinite(values) & np.isfinite(steps)
+    steps, values = steps[ok], values[ok]
+    n = int(steps.size)
+    if n <= 2 * buckets:
+        return tuple(steps.tolist()), tuple(values.tolist())
+    lo, hi = float(steps[0]), float(steps[-1])
+    col = np.minimum(((steps - lo) / ((hi - lo) or 1.0) * buckets).astype(np.int64), buckets - 1)
+    order = np.lexsort((values, col))  # by bucket, then by value within the bucket
+    sorted_col = col[order]
+    first = np.flatnonzero(np.r_[True, sorted_col[1:] != sorted_col[:-1]])
+    last = np.r_[first[1:] - 1, n - 1]
+    cited = np.searchsorted(steps, np.asarray(keep, dtype=float), side="right") - 1
+    idx = np.unique(np.concatenate([order[first], order[last], [0, n - 1], cited[cited >= 0]]))
+    return tuple(steps[idx].tolist()), tuple(values[idx].tolist())
+
+
+def _series(s: Series | None, buckets: int, keep: Sequence[float]) -> Curve | None:
+    if s is None:
+        return None
+    got = thin(np.asarray(s.steps, dtype=float), np.asarray(s.values, dtype=float), buckets, keep)
+    return got if got[0] else None
+
+
+def run_curves(run: Run, findings: Iterable[Finding] = ()) -> dict[str, Curve]:
+    """loss, eval_loss, lr and grad_norm of `run`, thinned, keeping the steps `findings` cite."""
+    keep = cited_steps(findings)
+    out = {}
+    for name, buckets in BUCKETS.items():
+        got = _series(run.get(name), buckets, keep)
+        if got is not None:
+            out[name] = got
+    return out
+
+
+def compare_curves(run: Run, baselines: Sequence[Run], bases_at_run: tuple[np.ndarray, np.ndarray] | None,
+                   findings: Iterable[Finding] = ()) -> dict[str, Curve]:
+    """The run's curves, the first baseline's loss, and - with several baselines - the
+    envelope (lowest and highest baseline loss at each of the run's aligned steps, as the
+    compare rules interpolated them: `bases_at_run` is (steps, bases matrix))."""
+    keep = cited_steps(findings)
+    out = run_curves(run, findings)
+    base = _series(baselines[0].get("loss") if baselines else None, BUCKETS["loss"], keep)
+    if base is not None:
+        out[BASELINE] = base
+    if bases_at_run is not None and len(baselines) > 1:
+        steps, bases = bases_at_run
+        out[ENVELOPE_LO] = thin(steps, bases.min(axis=0), BUCKETS["loss"], keep)
+        out[ENVELOPE_HI] = thin(steps, bases.max(axis=0), BUCKETS["loss"], keep)
+    return out
+
+
+def as_arrays(curve: Curve) -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray(curve[0], dtype=float), np.asarray(curve[1], dtype=float)
+
+
+def steps_of(curves: Mapping[str, Curve]) -> tuple[float, float] | None:
+    """The step range every curve of a report spans together."""
+    firsts = [c[0][0] for c in curves.values() if c[0]]
+    lasts = [c[0][-1] for c in curves.values() if c[0]]
+    return (min(firsts), max(lasts)) if firsts else None
