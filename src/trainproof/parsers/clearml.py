@@ -16,7 +16,6 @@ and Inf as 0.0 before they reach the file: only a session that set
 
 from __future__ import annotations
 
-import json
 import re
 import zipfile
 import zlib
@@ -27,6 +26,7 @@ from typing import IO, Any
 from trainproof.model import InputError
 from trainproof.parsers.base import Columns, RawLog, bounded_lines, number, require_file
 from trainproof.parsers.jsonutil import loads
+from trainproof.zipsafe import ZipRefused, open_zip
 
 NAME = "clearml"
 TASK, METRICS, CONSOLE = "task.json", "metrics.jsonl", "log.jsonl"
@@ -79,7 +79,7 @@ def read(path: Path) -> RawLog:
         with open(path, "rb") as fh:
             return _read_events(fh)
     try:
-        with zipfile.ZipFile(path) as zf:
+        with open_zip(path) as zf:  # bounded: duplicate or overlapping entries, inflation caps
             if METRICS not in zf.namelist():
                 raise InputError(f"{path}: zip without {METRICS}; not a ClearML offline session")
             with zf.open(METRICS) as fh:
@@ -88,7 +88,7 @@ def read(path: Path) -> RawLog:
             if CONSOLE in zf.namelist():
                 with zf.open(CONSOLE) as fh:
                     raw.notes.extend(_replaced_notes(fh))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error, ZipRefused) as exc:
         raise InputError(f"{path}: unreadable zip ({exc})") from None
     _name_task(raw, name)
     return raw
@@ -119,8 +119,8 @@ def _zip_task_name(zf: zipfile.ZipFile) -> str | None:
 
 def _name_of(data: bytes) -> str | None:
     try:
-        doc = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+        doc = loads(data)
+    except ValueError:  # UnicodeDecodeError, nesting too deep and 5,000-digit ints included
         return None
     name = doc.get("name") if isinstance(doc, dict) else None
     return name if isinstance(name, str) else None
