@@ -21,7 +21,7 @@ from .conftest import FIXTURES, ROOT
 XSD = ROOT / "tests" / "fixtures" / "junit" / "junit.xsd"
 HEALTHY = FIXTURES / "hf_regression/trainer_state.json"
 NONFINITE = FIXTURES / "hf_nonfinite/trainer_state.json"
-WARN_LOG = ROOT / "tests/fixtures/textlog/deepspeed/train.log"
+WARN_LOG = ROOT / "examples/gallery/overfit/trainer_state.json"
 PREFERENCE = ROOT / "tests/fixtures/preflight/preference.jsonl"
 
 try:
@@ -93,7 +93,7 @@ def test_a_warn_passes_and_says_so_in_system_out(run_cli, tmp_path):
     code, root = junit(run_cli, tmp_path, "epoch", WARN_LOG)
     assert code == 0
     said = [c.find("system-out").text for c in root.iter("testcase") if c.find("system-out") is not None]
-    assert any(t.startswith("[WARN] TP-ZERO-LR-PARTIAL") for t in said)
+    assert any(t.startswith("[WARN] TP-OVERFIT") for t in said)
 
 
 def test_a_log_that_could_not_be_judged_is_an_error_not_an_empty_green_suite(run_cli, tmp_path):
