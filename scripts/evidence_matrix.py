@@ -65,7 +65,8 @@ EVIDENCE_EXPECTED = {
     "healthy": frozenset({"PASS"}), "diverging": frozenset({"FAIL"}),
     "grpo_healthy": frozenset({"PASS"}), "grpo_healthy_slow": frozenset({"PASS"}),
     "grpo_no_signal": frozenset({"FAIL"}), "grpo_lr_zero": frozenset({"WARN", "FAIL"}),
-    "grpo_lr_tiny": frozenset({"WARN", "FAIL"}),
+    "grpo_lr_tiny": frozenset({"WARN", "FAIL"}), "grpo_echo": frozenset({"FAIL"}),
+    "grpo_sparse_saturates": frozenset({"PASS"}), "grpo_sparse_slow": frozenset({"PASS"}),
 }
 
 

@@ -1,14 +1,16 @@
-"""Three tiny GRPO runs with TRL's real GRPOTrainer on CPU, for the RL rules' evidence.
+"""Eight tiny GRPO runs with TRL's real GRPOTrainer on CPU, for the RL rules' evidence.
 
     python -m venv --system-site-packages /tmp/venv-trl   # or reuse /tmp/venv-shortlogs-trl
     /tmp/venv-trl/bin/pip install trl==1.16.0 torch==2.13.0
     nice -n 10 /tmp/venv-shortlogs-trl/bin/python scripts/make_evidence_trl.py [run ...]
 
 Made with trl 1.16.0, transformers 5.24.0, torch 2.13.0+cpu, datasets 5.2.0, tokenizers
-(versions of the run are in each run_meta.json). Nothing is downloaded: the policy is a
+0.23.3 (each run_meta.json records them). Nothing is downloaded: the policy is a
 2-layer GPT-2 built from a config with random weights, the tokenizer a character-level
 BPE trained here on lower-cased lines of Python standard-library docstrings, which are
-also the prompts. Seed 42, one CPU thread, about a minute per run.
+also the prompts. Seed 42, one CPU thread, about a minute per run (all eight: ~8 minutes
+on a shared 2-core machine). Deterministic: a rerun writes the same log_history apart
+from the timing fields.
 
 Writes evidence/trl/<run>/trainer_state.json (the Trainer's own state, saved with
 `trainer.state.save_to_json`, exactly as transformers writes it) and run_meta.json for:
@@ -22,6 +24,11 @@ Writes evidence/trl/<run>/trainer_state.json (the Trainer's own state, saved wit
 - grpo_lr_tiny: the same with learning rate 1e-7, which no lr rule sees as broken.
 - grpo_healthy_slow: the healthy run at learning rate 2e-4, a slower climb: the
   false-alarm probe for TP-RL-REWARD-FLAT.
+- grpo_sparse_saturates: reward 1 only for a completion holding 'zz' (a few % of random
+  completions): learned to 1.0, after which every group is uniform again.
+- grpo_sparse_slow: the same sparse reward at lr 1e-4: most groups uniform, a slow climb.
+- grpo_echo: reward 1 only when the completion opens with the prompt's last two letters:
+  too hard for this policy, almost every group scores all 0, yet the loss is not 0.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ N_PROMPTS = 400
 class GrpoRecipe:
     name: str
     what: str
-    reward: str           # "vowels" or "answer_tag"
+    reward: str           # a key of REWARDS
     learning_rate: float
     max_steps: int = 150
     per_device_train_batch_size: int = 16
@@ -63,6 +70,13 @@ RECIPES = {
     "grpo_no_signal": GrpoRecipe("grpo_no_signal", "reward parser rejects every completion "
                                  "(needs an <answer> tag the vocabulary cannot spell)",
                                  "answer_tag", 1e-3),
+    "grpo_sparse_saturates": GrpoRecipe("grpo_sparse_saturates", "reward only for a completion "
+                                        "holding 'zz' (~2 % at first), lr 1e-3: learned, then "
+                                        "every group scores 1", "zz", 1e-3),
+    "grpo_sparse_slow": GrpoRecipe("grpo_sparse_slow", "the same sparse reward at lr 1e-4: few "
+                                   "successes to learn from, a slow climb", "zz", 1e-4),
+    "grpo_echo": GrpoRecipe("grpo_echo", "reward only when the completion opens with the "
+                            "prompt's last two letters", "echo", 1e-3),
     "grpo_lr_zero": GrpoRecipe("grpo_lr_zero", "learnable reward, learning rate 0",
                                "vowels", 0.0),
     "grpo_lr_tiny": GrpoRecipe("grpo_lr_tiny", "learnable reward, learning rate 1e-7 (too "
@@ -130,6 +144,23 @@ def answer_tag(completions: list[str], **_: object) -> list[float]:
     return [1.0 if re.search(r"<answer>.+</answer>", text) else 0.0 for text in completions]
 
 
+def double_z(completions: list[str], **_: object) -> list[float]:
+    """1 for a completion that writes 'zz' anywhere, else 0: a task too hard for the policy."""
+    return [1.0 if "zz" in text else 0.0 for text in completions]
+
+
+def echo(prompts: list[str], completions: list[str], **_: object) -> list[float]:
+    """1 when the completion's first two letters are the prompt's last two, else 0."""
+    def letters(text: str) -> str:
+        return "".join(c for c in text if c.isalpha())
+
+    return [1.0 if len(letters(p)) >= 2 and letters(c)[:2] == letters(p)[-2:] else 0.0
+            for p, c in zip(prompts, completions, strict=True)]
+
+
+REWARDS = {"vowels": vowel_share, "answer_tag": answer_tag, "zz": double_z, "echo": echo}
+
+
 def run(recipe: GrpoRecipe, lines: list[str]) -> None:
     import torch
     from datasets import Dataset
@@ -153,8 +184,7 @@ def run(recipe: GrpoRecipe, lines: list[str]) -> None:
         per_device_train_batch_size=recipe.per_device_train_batch_size,
         num_generations=recipe.num_generations,
         max_completion_length=recipe.max_completion_length, temperature=recipe.temperature)
-    reward = vowel_share if recipe.reward == "vowels" else answer_tag
-    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args, processing_class=tok,
+    trainer = GRPOTrainer(model=model, reward_funcs=REWARDS[recipe.reward], args=args, processing_class=tok,
                           train_dataset=Dataset.from_dict({"prompt": lines}))
     t0 = time.time()
     trainer.train()
