@@ -56,8 +56,18 @@ RECORDS: dict[str, tuple[tuple[str, str], ...]] = {
     "lightning": (("CSVLogger", "csv/metrics.csv"), ("TensorBoardLogger", "tb")),
     "keras": (("CSVLogger", "training.csv"), ("TensorBoard callback", "tb")),
     "pytorch": (("JSON Lines", "metrics.jsonl"),),
+    "trl": (("trainer_state.json", "trainer_state.json"),),
 }
-EVIDENCE_EXPECTED = {"healthy": frozenset({"PASS"}), "diverging": frozenset({"FAIL"})}
+# The frameworks that ran the shared byte-MLP recipes (healthy, diverging) of
+# scripts/make_evidence_common.py; trl's GRPO runs are RL fine-tunes with their own names.
+RECIPE_FRAMEWORKS = ("lightning", "keras", "pytorch")
+EVIDENCE_EXPECTED = {
+    "healthy": frozenset({"PASS"}), "diverging": frozenset({"FAIL"}),
+    "grpo_healthy": frozenset({"PASS"}), "grpo_healthy_slow": frozenset({"PASS"}),
+    "grpo_no_signal": frozenset({"FAIL"}), "grpo_lr_zero": frozenset({"WARN", "FAIL"}),
+    "grpo_lr_tiny": frozenset({"WARN", "FAIL"}), "grpo_echo": frozenset({"FAIL"}),
+    "grpo_sparse_saturates": frozenset({"PASS"}), "grpo_sparse_slow": frozenset({"PASS"}),
+}
 
 
 @dataclass(frozen=True)
