@@ -9,12 +9,14 @@ the renderers and numpy are imported after the arguments are parsed, so that
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from trainproof import __version__
 from trainproof.commands import Command, registry
+from trainproof.stdio import OutputError, say, write_stdout
 
 if TYPE_CHECKING:
     from trainproof.model import ReportSet
@@ -38,14 +40,17 @@ def _map_pair(text: str) -> tuple[str, str]:
 
 
 def _add_shared(p: argparse.ArgumentParser, cmd: Command) -> None:
-    out = p.add_argument_group("output")
+    out = p.add_argument_group("output", "Report files are written whole (a temporary file renamed "
+                               "over PATH). A PATH of '-' is standard output, instead of the text report.")
     out.add_argument("--json", action="store_true",
                      help="print JSON (schema_version 3); watch prints one line per verdict change")
+    out.add_argument("--json-out", metavar="PATH", help="also write the --json document to PATH")
     out.add_argument("--sarif", metavar="PATH", help="also write SARIF 2.1.0 for code scanning")
     out.add_argument("--html", metavar="PATH", nargs="?", const="trainproof-report.html",
                      help="also write a self-contained HTML report (default trainproof-report.html)")
     out.add_argument("--github", action="store_true",
-                     help="also print GitHub Actions workflow annotations")
+                     help="also print GitHub Actions workflow annotations (not beside a machine "
+                     "format on standard output)")
     out.add_argument("--junit", metavar="PATH", help="also write a JUnit XML report")
     if cmd.log_input:
         from trainproof.parsers import FORMATS
@@ -80,6 +85,13 @@ def _called(commands: Sequence[Command], argv: Sequence[str]) -> Command | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    code = _main(argv)
+    with contextlib.suppress(OutputError):  # said already, where the output was written
+        write_stdout("")  # what is still buffered (help, documentation), to a reader that may have gone
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = registry()
     parser = build_parser(commands, lazy=True, only=_called(commands, argv))
@@ -102,20 +114,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd: Command = args._cmd
     if hasattr(args, "map"):
         args.map = dict(args.map)
+    from trainproof.signals import sigterm_interrupts
+
+    with sigterm_interrupts():
+        return _run(cmd, args)
+
+
+def _run(cmd: Command, args: argparse.Namespace) -> int:
+    """Run the command and emit its result; every way out is an exit code and at most
+    one line on stderr. The model is imported only for a result that needs it."""
+    from trainproof.signals import interrupt_word
+    from trainproof.stdio import stdout_format
+
+    try:
+        stdout_format(args)  # refused before any work: machine formats never share stdout
+    except Exception as exc:  # InputError, the only one it raises
+        say(f"trainproof: error: {exc}")
+        return _CANNOT_JUDGE
     try:
         result = cmd.run(args)
-    except KeyboardInterrupt:
-        print("trainproof: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (watch turns both into its final verdict)
+        say(f"trainproof: {interrupt_word(exc)}")
         return _CANNOT_JUDGE
     except Exception as exc:  # the contract: an internal error is exit 2 and one line
         from trainproof.model import InputError, ReportSet
 
         why = str(exc) if isinstance(exc, InputError) else f"internal error: {type(exc).__name__}: {exc}"
         result = ReportSet(cmd.name, error=why)
-    if isinstance(result, str):  # documentation (`rules`): printed without importing the model
-        sys.stdout.write(result if result.endswith("\n") else result + "\n")
-        return _OK
-    return _emit(result, args)
+    try:
+        if isinstance(result, str):  # documentation (`rules`)
+            write_stdout(result if result.endswith("\n") else result + "\n")
+            return _OK
+        return _emit(result, args)
+    except OutputError as exc:
+        say(f"trainproof: error: {exc}")
+        return _CANNOT_JUDGE
+    except KeyboardInterrupt as exc:
+        say(f"trainproof: {interrupt_word(exc)} while writing the reports")
+        return _CANNOT_JUDGE
 
 
 def _emit(rs: ReportSet, args: argparse.Namespace) -> int:
@@ -124,10 +160,9 @@ def _emit(rs: ReportSet, args: argparse.Namespace) -> int:
 
     try:
         write_outputs(rs, args, sys.stdout)
-    except OSError as exc:
-        print(f"trainproof: error: cannot write output: {exc}", file=sys.stderr)
+    except OutputError as exc:
+        say(f"trainproof: error: {rs.error}; and {exc}" if rs.error else f"trainproof: error: {exc}")
         return int(ExitCode.CANNOT_JUDGE)
     if rs.error is not None:
-        print(f"trainproof: error: {rs.error}", file=sys.stderr)
+        say(f"trainproof: error: {rs.error}")
     return int(rs.exit_code)
-

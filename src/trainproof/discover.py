@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,10 @@ NOT_LOGS = re.compile(
     r"py|pyc|so|dll|dylib|exe|md|rst|html?|css|js|ts|yaml|yml|toml|cfg|ini|lock|model|"
     r"vocab|spm|sarif)$", re.IGNORECASE)
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)$")
+# Deeper than any run layout (output/project/run/version/checkpoint-N/... is under 15
+# levels); a folder this far below PATH is listed as not searched, not walked, so a
+# hostile 2,000-deep tree costs 64 listings.
+MAX_DEPTH = 64
 
 
 @dataclass
@@ -41,46 +46,116 @@ def _not_log(name: str) -> bool:
 
 
 def _skip_dir(d: Path, name: str) -> bool:
-    return (name.startswith(".") or name in SKIP_DIRS or name.endswith(".egg-info")
-            or (d / name / "pyvenv.cfg").exists())
+    if name.startswith(".") or name in SKIP_DIRS or name.endswith(".egg-info"):
+        return True
+    try:
+        return (d / name / "pyvenv.cfg").exists()
+    except OSError:  # a folder we may not search is listed when the walk gets there
+        return False
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def _listing(d: Path, found: Discovery) -> tuple[list[str], list[str]] | None:
+    """(subfolder names, other names) of d, symlinked folders left out as os.walk
+    leaves them; None, with d listed as not judged, when d cannot be listed."""
+    dirs, files = [], []
+    try:
+        with os.scandir(d) as it:
+            for entry in it:
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    dirs.append(entry.name)
+                elif not entry.is_symlink() or not os.path.isdir(entry.path):
+                    files.append(entry.name)
+    except OSError as exc:
+        found.not_judged.append((d, f"cannot list this folder: {_why(exc)}"))
+        return None
+    return sorted(dirs), sorted(files)
+
+
+def _sniff(p: Path, found: Discovery) -> Format | None:
+    """detect(p); a path that cannot be read is listed as not judged instead."""
+    try:
+        return detect(p)
+    except OSError as exc:
+        found.not_judged.append((p, f"cannot read: {_why(exc)}"))
+        return None
+
+
+def _candidate(p: Path, found: Discovery) -> None:
+    """A file whose name does not rule it out: a log, not judged with a reason, or not a log."""
+    try:
+        st = os.lstat(p)
+    except OSError as exc:
+        found.not_judged.append((p, f"cannot stat: {_why(exc)}"))
+        return
+    if not stat.S_ISREG(st.st_mode):  # symlinks, FIFOs, devices, sockets: never opened
+        return
+    why = missing_decoder(p.name)
+    if why is None:
+        try:
+            open(p, "rb").close()  # detect() reads quietly; an unreadable log must be said
+        except OSError as exc:
+            why = f"cannot read: {_why(exc)}"
+    if why is not None:
+        found.not_judged.append((p, why))
+        return
+    f = _sniff(p, found)
+    if f is not None:
+        found.logs.append((p, f))
+
+
+def _run_dir(here: Path, fmt: Format, dirnames: list[str], filenames: list[str],
+             found: Discovery) -> list[str]:
+    """A folder a format reads whole (a TensorBoard run): the subfolders still to walk."""
+    found.logs.append((here, fmt))
+    if fmt.store is not None:  # a multi-run store (mlruns/) owns everything under it
+        return []
+    # a run directory's nested runs (Keras train/ + validation/, hparams runs
+    # that SummaryWriter.add_hparams writes) belong to it, not beside it
+    nested = [n for n in dirnames if _sniff(here / n, found) is not None]
+    found.not_judged.extend((here / n, f"nested in the run directory {here}; not judged on its own")
+                            for n in nested)
+    for name in filenames:  # other logs beside the event files are logs too
+        other = here / name
+        if _not_log(name) or not os.path.isfile(other):
+            continue
+        kind = _sniff(other, found)
+        if kind is not None and kind is not fmt:
+            found.logs.append((other, kind))
+    return [n for n in dirnames if n not in nested]
 
 
 def discover(root: Path, max_logs: int) -> Discovery:
+    """Walk root without recursion (a 2,000-deep tree is data, not a crash), folders in
+    name order, at most MAX_DEPTH levels down; what is cut off or cannot be listed or
+    read is in not_judged with its reason."""
     found = Discovery()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        here = Path(dirpath)
-        dirnames[:] = sorted(n for n in dirnames if not _skip_dir(here, n))
-        fmt = detect(here)  # a format that reads whole directories (a TensorBoard run)
-        if fmt is not None:
-            found.logs.append((here, fmt))
-            if fmt.store is not None:  # a multi-run store (mlruns/) owns everything under it
-                dirnames[:] = []
-                continue
-            # a run directory's nested runs (Keras train/ + validation/, hparams runs
-            # that SummaryWriter.add_hparams writes) belong to it, not beside it
-            nested = [n for n in dirnames if detect(here / n) is not None]
-            found.not_judged.extend((here / n, f"nested in the run directory {here}; not judged on its own")
-                                    for n in nested)
-            dirnames[:] = [n for n in dirnames if n not in nested]
-            for name in sorted(filenames):  # other logs beside the event files are logs too
-                other = here / name
-                kind = None if _not_log(name) or not other.is_file() else detect(other)
-                if kind is not None and kind is not fmt:
-                    found.logs.append((other, kind))
+    stack = [(root, 0)]
+    while stack:
+        here, depth = stack.pop()
+        listing = _listing(here, found)
+        if listing is None:
             continue
-        for name in sorted(filenames):
-            if _not_log(name):
-                continue
-            p = here / name
-            if not p.is_file() or p.is_symlink():
-                continue
-            why = missing_decoder(name)
-            if why is not None:
-                found.not_judged.append((p, why))
-                continue
-            f = detect(p)
-            if f is not None:
-                found.logs.append((p, f))
+        dirnames = [n for n in listing[0] if not _skip_dir(here, n)]
+        fmt = _sniff(here, found)  # a format that reads whole directories
+        if fmt is not None:
+            dirnames = _run_dir(here, fmt, dirnames, listing[1], found)
+        else:
+            for name in listing[1]:
+                if not _not_log(name):
+                    _candidate(here / name, found)
+        if dirnames and depth >= MAX_DEPTH:
+            found.not_judged.append((here, f"{len(dirnames)} subfolder(s) more than {MAX_DEPTH} levels "
+                                           "below the path given: not searched"))
+            continue
+        stack.extend((here / n, depth + 1) for n in reversed(dirnames))
     _fold_checkpoints(found)
     _fold_records(found)
     if len(found.logs) > max_logs:
@@ -89,6 +164,8 @@ def discover(root: Path, max_logs: int) -> Discovery:
                 found.not_judged.append((q, f"cap reached: only the first {max_logs} logs are judged "
                                             "(raise --max-logs)"))
         found.logs = found.logs[:max_logs]
+    seen: set[Path] = set()  # a folder that cannot be read may be met twice (sniffed, then listed)
+    found.not_judged = [(p, why) for p, why in found.not_judged if not (p in seen or seen.add(p))]
     return found
 
 

@@ -6,8 +6,10 @@ again if anything new arrived, and adds TP-STALL when the run's step has not adv
 for --stall-timeout seconds. A line is printed whenever new records arrive or the
 verdict changes (with --json: one JSON document per line, per verdict change); the
 full report follows when the watch ends: --until-fail on a FAIL, --max-duration, the
-trainer's end-of-training entry (trainer_state.json), or Ctrl-C. The exit code is the
-last verdict's.
+trainer's end-of-training entry (trainer_state.json), Ctrl-C, SIGTERM, or a reader that
+closed standard output. The exit code is the last verdict's. Progress lines go to
+standard output only while it holds the text report (--json: JSON lines; another
+report on `-`: none, so that report stays the only thing there).
 
 A LOG that does not exist (or cannot be recognised) yet is waited for up to GRACE_S
 seconds (less if --stall-timeout or --max-duration is shorter), then exit 2."""
@@ -31,6 +33,8 @@ from trainproof.parsers.incremental import LineSource, RereadSource, Update, ope
 from trainproof.probes.vocab import Vocabulary
 from trainproof.render import jsonout
 from trainproof.rules.live import STALL, Progress
+from trainproof.signals import interrupt_word
+from trainproof.stdio import printable, silence_stdout, stdout_format
 
 NAME = "watch"
 HELP = "judge a growing training log live, while the run writes it"
@@ -72,6 +76,7 @@ class _Progress:
 class Watch:
     def __init__(self, args: argparse.Namespace, out: TextIO) -> None:
         self.args, self.out = args, out
+        self.progress_lines = stdout_format(args) == "text"
         where, self.run_id = split_address(args.log)  # PATH::RUN_ID: one run of a store
         self.path, self.shown = Path(where), where
         limits = [GRACE_S, args.max_duration or GRACE_S, args.stall_timeout or GRACE_S]
@@ -89,8 +94,16 @@ class Watch:
         try:
             source = self._open()
             self._follow(source)
-        except KeyboardInterrupt:
-            self._say("interrupted")
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the verdict on what was read
+            word = interrupt_word(exc)
+            self._ended = f"{word} before anything could be read"
+            try:
+                self._say(word)
+            except BrokenPipeError:
+                silence_stdout()
+        except BrokenPipeError:  # nobody reads the progress any more: stop watching
+            silence_stdout()
+            self._ended = "standard output was closed before anything could be read"
         if self.report is None:
             return ReportSet(NAME, error=f"{self.args.log}: {self._ended}", streamed=bool(self.args.json))
         return ReportSet(NAME, (self.report,), streamed=bool(self.args.json))
@@ -191,15 +204,15 @@ class Watch:
             if changed:
                 doc = jsonout.document(ReportSet(NAME, (report,)))
                 doc["event"], doc["time"] = "verdict", time.strftime("%Y-%m-%dT%H:%M:%S%z")
-                self.out.write(json.dumps(doc, allow_nan=False, separators=(",", ":")) + "\n")
+                self.out.write(printable(json.dumps(doc, allow_nan=False, separators=(",", ":")) + "\n", self.out))
                 self.out.flush()
         elif changed or new_records:
             self._say(status_line(report, ids))
 
     def _say(self, text: str) -> None:
-        if self.args.json:
+        if not self.progress_lines:
             return
-        self.out.write(f"[{time.strftime('%H:%M:%S')}] {text}\n")
+        self.out.write(printable(f"[{time.strftime('%H:%M:%S')}] {text}\n", self.out))
         self.out.flush()
 
 

@@ -61,8 +61,11 @@ def detect(path: Path) -> Format | None:
     """The registered format that claims this path, or None."""
     if path.is_dir():
         for name, sniff_dir in _DIR_SNIFFS.items():
-            if sniff_dir(path):
-                return FORMATS[name]
+            try:
+                if sniff_dir(path):
+                    return FORMATS[name]
+            except OSError:  # a child it looks at is unreadable: not this format; the walk lists it
+                continue
         return None
     if not path.is_file() or is_archive(path.name):  # FIFOs, devices, sockets, tarballs: never read
         return None

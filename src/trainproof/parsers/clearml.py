@@ -27,6 +27,7 @@ from typing import IO, Any
 from trainproof.model import InputError
 from trainproof.parsers.base import Columns, RawLog, bounded_lines, number, require_file
 from trainproof.parsers.jsonutil import loads
+from trainproof.zipsafe import ZipRefused, open_zip
 
 NAME = "clearml"
 TASK, METRICS, CONSOLE = "task.json", "metrics.jsonl", "log.jsonl"
@@ -79,7 +80,7 @@ def read(path: Path) -> RawLog:
         with open(path, "rb") as fh:
             return _read_events(fh)
     try:
-        with zipfile.ZipFile(path) as zf:
+        with open_zip(path) as zf:  # bounded: duplicate or overlapping entries, inflation caps
             if METRICS not in zf.namelist():
                 raise InputError(f"{path}: zip without {METRICS}; not a ClearML offline session")
             with zf.open(METRICS) as fh:
@@ -88,7 +89,7 @@ def read(path: Path) -> RawLog:
             if CONSOLE in zf.namelist():
                 with zf.open(CONSOLE) as fh:
                     raw.notes.extend(_replaced_notes(fh))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error, ZipRefused) as exc:
         raise InputError(f"{path}: unreadable zip ({exc})") from None
     _name_task(raw, name)
     return raw

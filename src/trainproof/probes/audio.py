@@ -175,6 +175,9 @@ def _decode(sf, path: str, levels: Levels) -> tuple[tuple[int, int, str], int, f
         return info, frames, peak, clipped, best
 
 
+NOT_REGULAR, EMPTY = "not a regular file", "0 bytes"  # AudioProblem details the data rules count by kind
+
+
 def measure_audio(path: str, levels: Levels) -> AudioStats | AudioProblem:
     """Measure one file. Anything but a regular file (a FIFO, a device) is refused before
     it is opened: opening a FIFO would block and /dev/zero never ends."""
@@ -185,7 +188,9 @@ def measure_audio(path: str, levels: Levels) -> AudioStats | AudioProblem:
     except OSError as exc:
         return AudioProblem(False, exc.strerror or type(exc).__name__)
     if not stat.S_ISREG(st.st_mode):
-        return AudioProblem(False, "not a regular file")
+        return AudioProblem(False, NOT_REGULAR)
+    if st.st_size == 0:
+        return AudioProblem(False, EMPTY)
     sf = soundfile_module()
     try:
         (rate, channels, container), frames, peak, clipped, best = _decode(sf, path, levels)

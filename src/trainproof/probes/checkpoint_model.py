@@ -7,6 +7,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from trainproof.zipsafe import ZipLimits
+
 
 class Integrity(str, enum.Enum):
     OK = "ok"
@@ -36,6 +38,13 @@ class ReadCaps:
     pickle_bytes: int  # data.pkl of a torch ZIP
     index_bytes: int  # a *.index.json shard index
     inflate_ratio: float  # declared size / compressed size of a deflated ZIP entry
+    zip_entries: int  # entries in a torch ZIP's directory
+    inflated_bytes: int  # declared size of all deflated entries of one ZIP together
+    pickle_nodes: int  # containers and items walked in data.pkl's structure
+
+    def zip_limits(self) -> ZipLimits:
+        return ZipLimits(self.zip_entries, self.inflate_ratio, self.inflated_bytes)
+
 
 @dataclass
 class TensorInfo:

@@ -1,7 +1,12 @@
 """Inspects a torch.save file (ZIP format, torch >= 1.6; Lightning .ckpt is the same)
 without unpickling it: the ZIP directory, every entry's CRC (streamed), the pickle
 replayed statically for its globals and tensor table, and each storage's bytes
-counted for NaN/Inf/zeros in the same single pass that checks its CRC."""
+counted for NaN/Inf/zeros in the same single pass that checks its CRC.
+
+The work per file is bounded, not only per entry: zipsafe refuses a directory that
+lists an entry twice, overlaps entries or asks for more inflation than the caps
+(ReadCaps, declared in rules/env.py), and the pickle's structure is walked once per
+object within a node budget. A refused file is UNREADABLE (could not judge), never OK."""
 
 from __future__ import annotations
 
@@ -15,7 +20,8 @@ from typing import Any
 
 from trainproof.probes.checkpoint_model import OPTIMIZER_KEYS, FileScan, Integrity, ReadCaps, TensorInfo
 from trainproof.probes.checkpoint_stats import CHUNK_BYTES, Span, contiguous_span, count_stream, itemsize
-from trainproof.probes.pickle_scan import PickleError, Storage, TensorRef, scan_pickle, walk_tensors
+from trainproof.probes.pickle_scan import PickleError, Storage, TensorRef, WalkLimit, scan_pickle, walk_tensors
+from trainproof.zipsafe import ZipRefused, check_directory, declared_entries
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 PROGRESS_BYTES = 2 << 30  # progress on a terminal for files past this size
@@ -25,8 +31,12 @@ def inspect_torch(path: Path, caps: ReadCaps) -> FileScan:
     size = path.stat().st_size
     with path.open("rb") as fh:
         head = fh.read(64)
+        entries = declared_entries(fh) if head.startswith(b"PK") else None
     if not head.startswith(b"PK"):
         return _not_zip(path, size, head)
+    if entries is not None and entries > caps.zip_entries:
+        return FileScan(str(path), "torch-zip", Integrity.UNREADABLE, size=size, detail=(
+            f"the ZIP directory lists {entries} entries, over the {caps.zip_entries} cap"))
     try:
         zf = zipfile.ZipFile(path)
     except zipfile.BadZipFile as exc:
@@ -70,9 +80,14 @@ def _inspect_zip(path: Path, size: int, zf: zipfile.ZipFile, caps: ReadCaps) -> 
     if pkl is None:
         scan.integrity, scan.detail = Integrity.UNREADABLE, "a ZIP without data.pkl: not a torch checkpoint"
         return scan
-    problem = _extent_problem(path, infos, size, caps)
+    problem = _extent_problem(path, infos, size)
     if problem:
         scan.integrity, scan.detail = problem
+        return scan
+    try:
+        check_directory(zf, path, caps.zip_limits())
+    except ZipRefused as exc:
+        scan.integrity, scan.detail = Integrity.UNREADABLE, str(exc)
         return scan
     prefix = pkl.filename[: -len("data.pkl")]
     if pkl.file_size > caps.pickle_bytes:
@@ -82,23 +97,26 @@ def _inspect_zip(path: Path, size: int, zf: zipfile.ZipFile, caps: ReadCaps) -> 
     try:
         data = _read_capped(zf, pkl, caps.pickle_bytes)
         result = scan_pickle(data)
-    except zipfile.BadZipFile as exc:
+    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
         scan.integrity, scan.detail = Integrity.CORRUPT, f"{pkl.filename}: {exc}"
         return scan
     except PickleError as exc:
         scan.integrity, scan.detail = Integrity.CORRUPT, f"{pkl.filename} is not a valid pickle: {exc}"
         return scan
     scan.globals = result.globals
-    _describe_root(scan, result.root)
+    try:
+        refs = walk_tensors(result.root, caps.pickle_nodes)
+        _describe_root(scan, result.root, caps.pickle_nodes)
+    except WalkLimit as exc:
+        scan.integrity, scan.detail = Integrity.UNREADABLE, f"{pkl.filename}: {exc}"
+        return scan
     order = _byteorder(zf, prefix)
-    refs = walk_tensors(result.root)
     spans = _spans(scan, refs)
     _stream_entries(scan, zf, infos, prefix, spans, order)
     return scan
 
 
-def _extent_problem(path: Path, infos: list[zipfile.ZipInfo], size: int,
-                    caps: ReadCaps) -> tuple[Integrity, str] | None:
+def _extent_problem(path: Path, infos: list[zipfile.ZipInfo], size: int) -> tuple[Integrity, str] | None:
     """Every entry's data must lie inside the file. The local header's extra field (torch pads
     it to align storages) is read from the local header itself: the central one differs."""
     with path.open("rb") as fh:
@@ -110,19 +128,9 @@ def _extent_problem(path: Path, infos: list[zipfile.ZipInfo], size: int,
                     f"no local header for entry {i.filename} at byte {i.header_offset}")
             name_len, extra_len = struct.unpack("<HH", head[26:30])
             end = i.header_offset + 30 + name_len + extra_len + i.compress_size
-            problem = _entry_problem(i, end, size, caps)
-            if problem:
-                return problem
-    return None
-
-
-def _entry_problem(i: zipfile.ZipInfo, end: int, size: int, caps: ReadCaps) -> tuple[Integrity, str] | None:
-    if end > size:
-        return Integrity.TRUNCATED, (f"entry {i.filename} extends to byte {end} but the file "
-                                     f"has {size}: the write stopped part-way")
-    if i.compress_type != zipfile.ZIP_STORED and i.file_size > caps.inflate_ratio * max(i.compress_size, 1):
-        return Integrity.UNREADABLE, (f"entry {i.filename} declares {i.file_size} bytes from "
-                                      f"{i.compress_size} compressed (over {caps.inflate_ratio:g}x): not inflated")
+            if end > size:
+                return Integrity.TRUNCATED, (f"entry {i.filename} extends to byte {end} but the file "
+                                             f"has {size}: the write stopped part-way")
     return None
 
 
@@ -133,19 +141,19 @@ def _read_capped(zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -> bytes:
 
 def _byteorder(zf: zipfile.ZipFile, prefix: str) -> str:
     try:
-        text = zf.read(prefix + "byteorder").decode("ascii", "replace").strip()
-    except (KeyError, zipfile.BadZipFile):
+        text = _read_capped(zf, zf.getinfo(prefix + "byteorder"), 16).decode("ascii", "replace").strip()
+    except (KeyError, zipfile.BadZipFile, EOFError, zlib.error):  # the CRC pass reports a bad entry
         return "<"
     return ">" if text == "big" else "<"
 
 
-def _describe_root(scan: FileScan, root: Any) -> None:
+def _describe_root(scan: FileScan, root: Any, max_nodes: int) -> None:
     if not isinstance(root, dict):
         return
     scan.top_keys = [str(k) for k in root]
     for key in OPTIMIZER_KEYS:
         if key in root:
-            scan.optimizer_state = len(walk_tensors(root[key]))
+            scan.optimizer_state = len(walk_tensors(root[key], max_nodes))
             return
 
 

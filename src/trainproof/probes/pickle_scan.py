@@ -5,6 +5,12 @@ comes back as plain containers holding `TensorRef`s. Nothing is imported and no
 callable is ever called: a global is only a name, and a call to anything this
 module does not model becomes an `Opaque` value that remembers that name.
 
+The replay is linear in the opcodes, and so is everything done with what it builds:
+the memo lets a tiny pickle share one object many times (x1 = (x0, x0), forty levels
+deep, is 2**40 paths), so nothing here hashes, prints or compares a built value
+recursively, and `walk_tensors` visits each container once (by identity) within a
+node budget the caller declares.
+
 It measures; whether a global is acceptable is judged in rules/env.py."""
 
 from __future__ import annotations
@@ -28,8 +34,17 @@ _TORCH_DTYPES = {"float32", "float64", "float16", "bfloat16", "int64", "int32", 
                  "float8_e4m3fnuz", "float8_e5m2fnuz", "uint16", "uint32", "uint64"}
 
 
+MAX_DIMS = 64  # more dimensions than any framework allows: not a tensor's shape
+KEY_CHARS = 200  # a dict key as it appears in a tensor's dotted name
+NAME_CHARS = 400  # a whole dotted name: real ones are under 150
+
+
 class PickleError(Exception):
     """The opcode stream is malformed or exceeds what a checkpoint can plausibly hold."""
+
+
+class WalkLimit(Exception):
+    """The built structure holds more nodes than the caller's budget: not walked further."""
 
 
 @dataclass(frozen=True)
@@ -99,12 +114,12 @@ def _call(fn: Any, args: Any) -> Any:
     mod, name = fn.module, fn.name
     if mod == "torch._utils" and name in _TENSOR_REBUILDERS and args and isinstance(args[0], Storage):
         st = args[0]
-        shape = tuple(int(x) for x in args[2]) if len(args) > 2 and isinstance(args[2], tuple) else ()
-        stride = tuple(int(x) for x in args[3]) if len(args) > 3 and isinstance(args[3], tuple) else ()
+        shape = _dims(args[2]) if len(args) > 2 and isinstance(args[2], tuple) else ()
+        stride = _dims(args[3]) if len(args) > 3 and isinstance(args[3], tuple) else ()
         dtype = st.dtype
         if name == "_rebuild_tensor_v3" and len(args) > 4 and isinstance(args[4], Global):
             dtype = args[4].name
-        return TensorRef(st, int(args[1]) if len(args) > 1 and isinstance(args[1], int) else 0,
+        return TensorRef(st, _dims(args[1:2])[0] if len(args) > 1 and isinstance(args[1], int) else 0,
                          shape, stride, dtype)
     if mod == "torch._utils" and name in ("_rebuild_parameter", "_rebuild_parameter_with_state") and args:
         return args[0]
@@ -122,21 +137,46 @@ def _call(fn: Any, args: Any) -> Any:
     return Opaque(fn.dotted, args)
 
 
+def _dims(t: tuple[Any, ...]) -> tuple[int, ...]:
+    """A shape or stride: at most MAX_DIMS whole numbers in [0, 2**63)."""
+    if len(t) > MAX_DIMS:
+        raise PickleError(f"a tensor with {len(t)} dimensions")
+    if not all(isinstance(x, int) and 0 <= x < 1 << 63 for x in t):
+        raise PickleError("a tensor shape or stride that is not a list of sizes")
+    return tuple(int(x) for x in t)
+
+
 def _persistent(pid: Any) -> Any:
     if isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage":
         st_type = pid[1]
         dtype = STORAGE_DTYPES.get(st_type.name, "?") if isinstance(st_type, Global) else "?"
-        return Storage(str(pid[2]), dtype, str(pid[3]), int(pid[4]) if isinstance(pid[4], int) else -1)
+        numel = _dims(pid[4:5])[0] if isinstance(pid[4], int) else -1
+        return Storage(_atom(pid[2]), dtype, _atom(pid[3]), numel)
     return Opaque("persistent id", pid)
+
+
+def _scalar(x: Any) -> bool:
+    """A value that hashes and prints in time proportional to its own bytes."""
+    if isinstance(x, int):  # bool included; a LONG4 of 10**5 digits will not print
+        return x.bit_length() <= 64
+    return isinstance(x, (str, float, bytes)) or x is None
+
+
+def _atom(x: Any) -> str:
+    """A scalar as text; anything built is named by its type alone, since str() of a
+    shared structure can cost 2**depth."""
+    return str(x) if _scalar(x) else f"<{type(x).__name__}>"
+
+
+def _key(k: Any) -> Any:
+    """A dict key that hashing cannot blow up: scalars as they are, built values by type."""
+    return k if _scalar(k) else _atom(k)
 
 
 def _setitems(target: Any, items: list[Any]) -> None:
     if isinstance(target, dict):
         for k, v in zip(items[::2], items[1::2], strict=False):
-            try:
-                target[k] = v
-            except TypeError:  # unhashable symbolic key
-                target[repr(k)] = v
+            target[_key(k)] = v
 
 
 def _build(obj: Any, state: Any) -> Any:
@@ -176,7 +216,7 @@ def scan_pickle(data: bytes, max_opcodes: int = 50_000_000) -> Scan:
             _step(op.name, arg, stack, memo, seen)
     except PickleError:
         raise
-    except (ValueError, IndexError, KeyError, TypeError) as exc:
+    except (ValueError, IndexError, KeyError, TypeError, RecursionError) as exc:
         raise PickleError(f"{type(exc).__name__}: {exc}") from None
     raise PickleError("the pickle stream ends before STOP")
 
@@ -205,7 +245,7 @@ def _step(name: str, arg: Any, stack: list[Any], memo: dict[int, Any], seen: dic
 def _global(name: str, arg: Any, stack: list[Any], seen: dict[str, None]) -> None:
     if name == "STACK_GLOBAL":
         attr, mod = stack.pop(), stack.pop()
-        g = Global(str(mod), str(attr))
+        g = Global(_atom(mod), _atom(attr))
     else:
         mod, _, attr = str(arg).partition(" ")
         g = Global(mod, attr)
@@ -278,23 +318,64 @@ def _structural(name: str, arg: Any, stack: list[Any]) -> None:
         raise PickleError(f"unsupported opcode {name}")
 
 
-def walk_tensors(root: Any, prefix: str = "", depth: int = 0) -> list[tuple[str, TensorRef]]:
-    """Every TensorRef in the structure with a dotted path (`model.fc.weight`)."""
+def walk_tensors(root: Any, max_nodes: int, max_depth: int = 64) -> list[tuple[str, TensorRef]]:
+    """Every TensorRef in the structure with a dotted path (`model.fc.weight`), in the
+    order torch.save wrote them, under every name that reaches it (tied weights, a dict
+    saved twice). Containers that hold no tensor are skipped after one visit each, so
+    sharing among them costs nothing; the paths into containers that do hold tensors
+    are charged to a budget, and more than `max_nodes` items visited in all raises
+    WalkLimit: a memo DAG that names one tensor 2**40 ways stops there."""
+    budget = [max_nodes]
+    bearing = _bearing(root, budget, max_nodes)
     out: list[tuple[str, TensorRef]] = []
-    if depth > 64:
-        return out
-    if isinstance(root, TensorRef):
-        return [(prefix, root)]
-    if isinstance(root, dict):
-        items = root.items()
-    elif isinstance(root, (list, tuple)):
-        items = enumerate(root)
-    else:
-        return out
-    for k, v in items:
-        name = f"{prefix}.{k}" if prefix else str(k)
-        out.extend(walk_tensors(v, name, depth + 1))
+    stack: list[tuple[Any, Any, int]] = [(None, root, 0)]  # (path link, node, depth)
+    while stack:
+        link, node, depth = stack.pop()
+        if isinstance(node, TensorRef):
+            out.append((_dotted(link), node))
+            continue
+        if id(node) not in bearing or depth >= max_depth:
+            continue
+        items = _items(node, budget, max_nodes)
+        stack.extend(((link, k), v, depth + 1) for k, v in reversed(items))
     return out
+
+
+def _items(node: Any, budget: list[int], max_nodes: int) -> list[tuple[Any, Any]]:
+    budget[0] -= len(node) + 1
+    if budget[0] < 0:
+        raise WalkLimit(f"more than {max_nodes} objects visited in the pickle's structure")
+    return list(node.items() if isinstance(node, dict) else enumerate(node))
+
+
+def _bearing(root: Any, budget: list[int], max_nodes: int) -> set[int]:
+    """ids of the containers that hold a TensorRef at any depth, each container visited
+    once (by identity; the memo keeps every one alive, so ids are stable)."""
+    bearing: set[int] = set()
+    entered: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, leaving = stack.pop()
+        if not isinstance(node, (dict, list, tuple)):
+            continue
+        values = node.values() if isinstance(node, dict) else node
+        if leaving:
+            if any(isinstance(v, TensorRef) or id(v) in bearing for v in values):
+                bearing.add(id(node))
+        elif id(node) not in entered:
+            entered.add(id(node))
+            stack.append((node, True))
+            stack.extend((v, False) for _, v in _items(node, budget, max_nodes))
+    return bearing
+
+
+def _dotted(link: Any) -> str:
+    """`a.b.c` from the (parent link, key) chain, at most NAME_CHARS long."""
+    keys: list[str] = []
+    while link is not None:
+        link, k = link
+        keys.append(str(k)[:KEY_CHARS])
+    return ".".join(reversed(keys))[:NAME_CHARS]
 
 
 def is_torch_dtype_global(g: str) -> bool:

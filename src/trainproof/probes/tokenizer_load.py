@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trainproof.files import require_regular
+from trainproof.parsers.tfevents_proto import Undecodable, fields
 
 LENGTH_BATCH = 256  # texts per tokenizer call when only lengths are needed
 
@@ -195,22 +196,39 @@ class SPTokenizer(Tokenizer):
         return self.pieces_batch([text])[0]
 
     def pieces_batch(self, texts: Sequence[str]) -> list[list[Piece]]:
-        """Ids and offsets from the proto: SentencePiece returns an unknown span as its
+        """Ids and offsets from the serialized SentencePieceText, decoded here: the
+        `proto` return type needs the protobuf package, which no extra of ours declares,
+        and sentencepiece itself does not. SentencePiece returns an unknown span as its
         original surface, so unknown characters are counted through the id, not the text."""
-        try:
-            protos = self.sp.encode(list(texts), return_type="proto")
-        except TypeError:  # sentencepiece < 0.2.1 names it out_type="immutable_proto"
-            protos = [self.sp.encode(t, out_type="immutable_proto") for t in texts]
-        return [_char_pieces(t, p.pieces) for t, p in zip(texts, protos, strict=True)]
+        blobs = self.sp.encode(list(texts), out_type="serialized_proto")
+        return [_char_pieces(t, _spt_pieces(b)) for t, b in zip(texts, blobs, strict=True)]
 
     def is_byte(self, token_id: int) -> bool:
         return bool(self.sp.is_byte(token_id))
 
 
-def _char_pieces(text: str, pieces: Any) -> list[Piece]:
+# SentencePieceText (sentencepiece.proto): field 2 is each SentencePiece, whose fields
+# 2, 4 and 5 are its id, begin and end (UTF-8 byte offsets into the input).
+_SPT_PIECES, _SP_ID, _SP_BEGIN, _SP_END = 2, 2, 4, 5
+
+
+def _spt_pieces(blob: bytes) -> list[Piece]:
+    """(id, begin byte, end byte) of each piece of one serialized SentencePieceText."""
+    out = []
+    try:
+        for num, wt, span in fields(blob, 0, len(blob)):
+            if num == _SPT_PIECES and wt == 2:
+                got = {n: v for n, w, v in fields(blob, *span) if w == 0}
+                out.append(Piece(got.get(_SP_ID, 0), got.get(_SP_BEGIN, 0), got.get(_SP_END, 0)))
+    except Undecodable as exc:  # sentencepiece wrote it: a failure here is ours to report
+        raise TokenizerLoadError(f"sentencepiece returned an unreadable SentencePieceText: {exc}") from None
+    return out
+
+
+def _char_pieces(text: str, pieces: list[Piece]) -> list[Piece]:
     """Proto pieces carry UTF-8 byte offsets; reports speak in characters."""
     if text.isascii():
-        return [Piece(p.id, p.begin, p.end) for p in pieces]
+        return pieces
     char_at = [0] * (len(text.encode("utf-8")) + 1)
     pos = 0
     for i, ch in enumerate(text):
@@ -219,7 +237,8 @@ def _char_pieces(text: str, pieces: Any) -> list[Piece]:
             char_at[pos + k] = i
         pos += n
     char_at[pos] = len(text)
-    return [Piece(p.id, char_at[p.begin], char_at[p.end]) for p in pieces]
+    last = len(char_at) - 1
+    return [Piece(p.id, char_at[min(p.start, last)], char_at[min(p.end, last)]) for p in pieces]
 
 
 def _transformers_tokenizer(path: Path | str) -> Any:

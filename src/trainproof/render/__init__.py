@@ -1,25 +1,50 @@
 """Output formats. Each module renders a finished ReportSet to a string; none of
 them judges, prints on its own or exits. `write_outputs` sends them where the
-command-line options say."""
+command-line options say, through `sink` (one format on standard output, report
+files written atomically, a closed pipe ended quietly)."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import replace
 from typing import TextIO
 
 from trainproof.model import ReportSet
 from trainproof.render import github, html, jsonout, junit, sarif, text
+from trainproof.render.sink import STDOUT, OutputError, stdout_format, write_report, write_stdout
+
+
+def _json_file(rs: ReportSet) -> str:
+    return jsonout.render(replace(rs, streamed=False))  # a file holds one indented document
+
+
+RENDERERS: dict[str, Callable[[ReportSet], str]] = {
+    "text": text.render, "json": jsonout.render, "json_out": _json_file,
+    "sarif": sarif.render, "html": html.render, "junit": junit.render,
+}
 
 
 def write_outputs(rs: ReportSet, args: argparse.Namespace, out: TextIO) -> None:
-    if getattr(args, "json", False):
-        out.write(jsonout.render(rs))
-    else:
-        out.write(text.render(rs))
-    if getattr(args, "github", False):
-        out.write(github.render(rs))
-    for option, module in (("sarif", sarif), ("html", html), ("junit", junit)):
+    """Standard output first (a closed pipe ends it quietly), then every report file,
+    each written whole; OutputError names the first that could not be written, after
+    the others were tried."""
+    fmt = stdout_format(args)
+    body = RENDERERS[fmt](rs)
+    if fmt == "text" and getattr(args, "github", False):
+        body += github.render(rs)
+    failed: list[str] = []
+    try:
+        write_stdout(body, out)
+    except OutputError as exc:
+        failed.append(str(exc))
+    for option in ("json_out", "sarif", "html", "junit"):
         target = getattr(args, option, None)
-        if target:
-            Path(target).write_text(module.render(rs), encoding="utf-8")
+        if target and target != STDOUT:
+            try:
+                write_report(target, RENDERERS[option](rs))
+            except OutputError as exc:
+                failed.append(str(exc))
+    if failed:
+        more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+        raise OutputError(failed[0] + more)

@@ -1,14 +1,21 @@
 """SARIF 2.1.0 as GitHub code scanning ingests it: one run, the rule table from the
 catalogue, one result per FAIL/WARN/INFO finding located in the real log file, and
-"could not judge" as tool execution notifications rather than fake results."""
+"could not judge" as tool execution notifications rather than fake results.
+
+Every artifact URI is a valid RFC 3986 reference: each path segment is percent-encoded
+from its file-system bytes (spaces, `#`, `%`, non-ASCII, undecodable names), so a log
+with any name yields a file the schema and GitHub accept. Fingerprints name what a
+finding is about (rule, file, metric), never where on the curve it fired, so an alert
+keeps its identity while the log grows."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote_from_bytes
 
 from trainproof import __version__
 from trainproof.address import split_address
@@ -46,26 +53,43 @@ class _Uris:
         outside = [p for p in (Path(split_address(f)[0]).resolve() for f in files)
                    if not p.is_relative_to(self.cwd)]
         self.root = Path(os.path.commonpath(outside)) if outside else None
-        if self.root is not None and self.root.is_file():
+        if self.root is not None and self.root in outside:  # one subject: its parent is the base
             self.root = self.root.parent
 
     def location(self, file: str) -> dict[str, Any]:
         p = Path(split_address(file)[0]).resolve()  # a run in a store is located in the store
         if p.is_relative_to(self.cwd):
-            return {"uri": PurePosixPath(*p.relative_to(self.cwd).parts).as_posix()}
+            return {"uri": relative_uri(p.relative_to(self.cwd))}
         assert self.root is not None
-        rel = PurePosixPath(*p.relative_to(self.root).parts).as_posix() or p.name
-        return {"uri": rel, "uriBaseId": OUTSIDE}
+        return {"uri": relative_uri(p.relative_to(self.root)), "uriBaseId": OUTSIDE}
+
+    def identity(self, file: str) -> str:
+        """The file as a fingerprint names it: its path under the working directory when
+        it is there (the same in every checkout), else its absolute path."""
+        p = Path(split_address(file)[0]).resolve()
+        return relative_uri(p.relative_to(self.cwd)) if p.is_relative_to(self.cwd) else p.as_posix()
 
     def bases(self) -> dict[str, Any]:
         if self.root is None:
             return {}
-        return {OUTSIDE: {"uri": self.root.as_uri() + "/"}}
+        uri = self.root.as_uri()  # percent-encoded by pathlib; a base URI ends in '/'
+        return {OUTSIDE: {"uri": uri if uri.endswith("/") else uri + "/"}}
 
 
-def _fingerprint(f: Finding) -> str:
-    key = f"{f.rule_id}\0{f.location.file}\0{f.location.step}"
-    return hashlib.sha256(key.encode()).hexdigest()[:32]
+def relative_uri(rel: Path) -> str:
+    """A relative path as a relative URI reference: '/'-joined segments, each
+    percent-encoded from its bytes (os.fsencode keeps undecodable names exact); ':' is
+    encoded as well, so a first segment never reads as a scheme. The directory itself
+    is '.'."""
+    return "/".join(quote_from_bytes(os.fsencode(part), safe="") for part in rel.parts) or "."
+
+
+def _fingerprint(f: Finding, uris: _Uris) -> str:
+    """Rule, file and metric (a rule judging loss and eval loss fires once for each):
+    the step a finding points at moves as the log grows and is not part of it."""
+    run = split_address(f.location.file)[1] or ""
+    key = "\0".join((f.rule_id, uris.identity(f.location.file), run, str(f.values.get("metric", ""))))
+    return hashlib.sha256(key.encode("utf-8", "backslashreplace")).hexdigest()[:32]
 
 
 def _result(f: Finding, index: dict[str, int], uris: _Uris) -> dict[str, Any]:
@@ -78,7 +102,7 @@ def _result(f: Finding, index: dict[str, int], uris: _Uris) -> dict[str, Any]:
         "locations": [{"physicalLocation": {
             "artifactLocation": uris.location(f.location.file),
             "region": {"startLine": max(1, f.location.line or 1)}}}],
-        "partialFingerprints": {"primaryLocationLineHash": _fingerprint(f)},
+        "partialFingerprints": {"primaryLocationLineHash": _fingerprint(f, uris)},
         "properties": {"source": f.source, "values": dict(f.values)},
     }
 

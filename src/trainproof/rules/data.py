@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from trainproof.model import Finding, Level, Location, Report, Skip, SkipKind
-from trainproof.probes.audio import AudioProblem, AudioStats, Levels
+from trainproof.probes.audio import EMPTY, NOT_REGULAR, AudioProblem, AudioStats, Levels
 from trainproof.probes.speech_dataset import SpeechDataset
 from trainproof.probes.speech_manifest import Entry
 from trainproof.probes.speech_text import normaliser, rewritten, scripts_of, what_needs_reading
@@ -49,8 +49,11 @@ NO_DATA = rule(
     id="TP-DATA-NO-DATA", level=Level.NOT_CHECKED, group=G,
     title="The dataset holds nothing to check.",
     evidence="{detail}",
-    summary="No audio file or manifest record was found, or every check was skipped; exit 2.",
-    why="An empty dataset is not a clean one.",
+    summary="No audio file or manifest record was found, no listed audio file could be read "
+    "(undecodable, empty, a FIFO or a device) while none is missing, or every check was "
+    "skipped; exit 2.",
+    why="An empty dataset is not a clean one, and a dataset none of whose audio could be "
+    "read was not checked: a PASS or a WARN about it would claim what was never measured.",
     fix="Check the path; a directory is searched recursively for .wav, .flac, .ogg, .oga, .opus, .mp3.",
 )
 
@@ -108,6 +111,26 @@ UNREADABLE = rule(
     fires=Example(_clips({"unreadable": True})),
     passes=Example(_clips()),
     limits="Formats libsndfile lacks (AAC, M4A) are reported here too.",
+)
+
+MOSTLY_UNREADABLE = rule(
+    id="TP-DATA-MOSTLY-UNREADABLE", level=Level.FAIL, group=G,
+    title="Most of the dataset's audio cannot be decoded.",
+    evidence="{n} of {total} files unreadable ({share:.0%}, over {limit_max_share:.0%}); "
+    "{decoded} decoded; e.g. {examples}",
+    summary="More than the declared share of the listed files exist but cannot be decoded or are "
+    "not regular files; replaces TP-DATA-UNREADABLE-AUDIO's WARN. When none decodes and none is "
+    "missing, nothing was checked: TP-DATA-NO-DATA, exit 2.",
+    why="The set that trains is then a minority remnant of the set that was listed: loaders "
+    "crash on the rest or drop it silently, and the checks that ran saw a sample of nothing in "
+    "particular.",
+    fix="Re-export the files from the source (`ffmpeg -i in -ar 22050 -ac 1 out.wav`), or "
+    "point at the right directory or manifest.",
+    thresholds={"max_share": Threshold(0.5, "share of listed files", "Past half, what decodes is "
+                                       "no longer the dataset with a few bad files, it is a few good "
+                                       "files in a broken dataset.")},
+    fires=Example(_clips({"unreadable": True}, {"unreadable": True})),
+    passes=Example(_clips({"unreadable": True})),
 )
 
 TRUNCATED = rule(
@@ -337,14 +360,23 @@ def malformed_records(ds: SpeechDataset) -> list[Finding] | Skip:
                               line=line, reason=reason)]
 
 
-@check("files", MISSING_AUDIO, UNREADABLE, TRUNCATED)
+def _broken(ds: SpeechDataset) -> list[tuple[int, str]]:
+    """Listed files that exist but could not be read: undecodable, empty, not regular."""
+    return [(i, a.detail) for i, a in enumerate(ds.audio) if isinstance(a, AudioProblem) and not a.missing]
+
+
+@check("files", MISSING_AUDIO, UNREADABLE, MOSTLY_UNREADABLE, TRUNCATED)
 def file_integrity(ds: SpeechDataset) -> list[Finding]:
     missing = [(i, "") for i, a in enumerate(ds.audio) if isinstance(a, AudioProblem) and a.missing]
-    broken = [(i, a.detail) for i, a in enumerate(ds.audio) if isinstance(a, AudioProblem) and not a.missing]
+    broken = _broken(ds)
     short = [(i, f"{a.missing_bytes} bytes short") for i, a in ds.stats() if a.missing_bytes]
     total = len(ds.entries)
-    return [*_per_entry(MISSING_AUDIO, ds, missing, total=total),
-            *_per_entry(UNREADABLE, ds, broken, total=total),
+    share = len(broken) / total if total else 0.0
+    unreadable = (_per_entry(MOSTLY_UNREADABLE, ds, broken, total=total, share=share,
+                             decoded=len(ds.stats()))
+                  if share > MOSTLY_UNREADABLE.t("max_share") else
+                  _per_entry(UNREADABLE, ds, broken, total=total))
+    return [*_per_entry(MISSING_AUDIO, ds, missing, total=total), *unreadable,
             *_per_entry(TRUNCATED, ds, short)]
 
 
@@ -507,15 +539,29 @@ def levels() -> Levels:
 
 
 def _unjudgeable(ds: SpeechDataset) -> Finding | None:
-    """No entry at all: a listing in which no line is a record, or nothing found."""
+    """No entry at all (a listing in which no line is a record, or nothing found), or
+    entries none of whose audio could be read while nothing is missing or malformed:
+    then the only thing learned is that nothing could be read."""
     if ds.entries:
-        return None
+        return _nothing_read(ds)
     if ds.bad_lines:
         line, reason = ds.bad_examples[0]
         detail = f"none of {ds.lines} lines is a record (line {line}: {reason})"
         return INVALID_INPUT.finding(Location(ds.path, line=line), detail=detail)
     what = "no audio files found" if ds.format == "audio-dir" else "no records"
     return NO_DATA.finding(Location(ds.path), detail=f"{what} in {ds.path}")
+
+
+def _nothing_read(ds: SpeechDataset) -> Finding | None:
+    broken = _broken(ds)
+    if ds.stats() or ds.bad_lines or len(broken) != len(ds.entries):
+        return None
+    label = {NOT_REGULAR: "not a regular file", EMPTY: "empty"}
+    kinds = Counter(label.get(d, "undecodable") for _, d in broken)
+    counts = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
+    detail = (f"none of the {len(broken)} listed audio files could be read ({counts}); "
+              f"e.g. {_examples(ds, broken)}")
+    return NO_DATA.finding(_location(ds, broken[0][0]), detail=detail)
 
 
 def _pass_values(ds: SpeechDataset) -> dict[str, Any]:

@@ -235,8 +235,9 @@ CKPT_CORRUPT = rule(
 CKPT_UNREADABLE = rule(
     id="TP-ENV-CKPT-UNREADABLE", level=Level.NOT_CHECKED, group=G,
     title="The checkpoint could not be read.",
-    evidence="{path}: {detail}",
-    summary="Permission denied, an unknown format, or declared sizes past the reading caps; exit 2.",
+    evidence="cannot read checkpoint: {path}: {detail}",
+    summary="Permission denied, an unknown format, declared sizes past the reading caps, or a ZIP "
+    "directory no writer makes (an entry listed twice, entries that overlap); exit 2.",
     why="What cannot be read cannot be judged either way.",
     fix="Check the path and permissions; pass the checkpoint file itself.",
     thresholds={
@@ -247,6 +248,16 @@ CKPT_UNREADABLE = rule(
                                      "a few MB for the largest public models."),
         "max_inflate_ratio": Threshold(100, "x compressed size", "torch stores entries uncompressed; "
                                        "a deflated entry that expands more than this is a ZIP bomb."),
+        "max_zip_entries": Threshold(200_000, "entries", "torch writes one ZIP entry per storage plus a "
+                                     "few bookkeeping files; the largest public checkpoints hold under "
+                                     "100k tensors. Counted from the end record, before the directory "
+                                     "is parsed, so a directory of millions is never loaded."),
+        "max_inflated_bytes": Threshold(1 << 30, "bytes", "Declared size of all deflated entries of one "
+                                        "file together: torch deflates nothing, so this only bounds a "
+                                        "re-zipped or hostile file to seconds of work."),
+        "max_pickle_nodes": Threshold(2_000_000, "objects", "Containers and items walked in data.pkl "
+                                      "(each object once): a 100k-tensor checkpoint with Adam state holds "
+                                      "about 600k; the budget bounds the walk of a hostile pickle."),
     },
     fires=Example({"kind": "checkpoint", "files": [{"integrity": "unreadable"}]}),
     passes=Example({"kind": "checkpoint", "files": [{}]}),
@@ -257,7 +268,10 @@ def read_caps() -> ReadCaps:
     """The reading caps the checkpoint probe applies, from the declarations."""
     return ReadCaps(pickle_bytes=int(CKPT_UNREADABLE.t("max_pickle_bytes")),
                     index_bytes=int(CKPT_UNREADABLE.t("max_index_bytes")),
-                    inflate_ratio=CKPT_UNREADABLE.t("max_inflate_ratio"))
+                    inflate_ratio=CKPT_UNREADABLE.t("max_inflate_ratio"),
+                    zip_entries=int(CKPT_UNREADABLE.t("max_zip_entries")),
+                    inflated_bytes=int(CKPT_UNREADABLE.t("max_inflated_bytes")),
+                    pickle_nodes=int(CKPT_UNREADABLE.t("max_pickle_nodes")))
 
 CKPT_LEGACY = rule(
     id="TP-ENV-CKPT-LEGACY", level=Level.NOT_CHECKED, group=G,

@@ -1,0 +1,68 @@
+"""Where rendered reports go. Owns the promise of the report file options (what
+standard output may hold is decided in trainproof.stdio, which the CLI consults before
+any work is done):
+
+- A report file is written whole or not at all: into a temporary file beside it, then
+  renamed over it, so a full disk, a kill or a second writer never leaves it torn. A
+  path that exists and is not a regular file (a device, a FIFO, /dev/stdout) is written
+  in place, since it cannot be renamed over.
+- A reader that goes away (`| head -1`) ends the output quietly, never a traceback."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from trainproof.stdio import FILE_OPTIONS, STDOUT, OutputError, stdout_format, write_stdout
+
+__all__ = ["FILE_OPTIONS", "STDOUT", "OutputError", "stdout_format", "write_report", "write_stdout"]
+
+
+
+def write_report(target: str | Path, text: str) -> None:
+    """Write one report file atomically (see the module docstring); OutputError says why not.
+    Text that cannot be UTF-8 (a file name's undecodable bytes) is written escaped."""
+    path = Path(target)
+    data = text.encode("utf-8", "backslashreplace")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise OutputError(f"cannot write {path}: is a directory")
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            with open(path, "wb") as fh:  # a device or FIFO: there is nothing to rename over
+                fh.write(data)
+            return
+        _replace(Path(os.path.realpath(path)), data, None if st is None else stat.S_IMODE(st.st_mode))
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _replace(real: Path, data: bytes, mode: int | None) -> None:
+    """Write `data` to a temporary file in `real`'s directory, sync it, rename it over
+    `real`. The temporary file is removed whatever stops the write (a signal included)."""
+    fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name[:80]}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, _new_file_mode() if mode is None else mode)  # mkstemp's 0600 is not what users expect
+        os.replace(tmp, real)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _new_file_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask

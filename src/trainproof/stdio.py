@@ -1,0 +1,88 @@
+"""Standard streams as the CLI uses them. Standard output holds one thing a machine
+reads, or the text report (with `--github` annotations, which GitHub reads from the
+job log): `--json` and every report file option given `-` claim it, and two claims,
+or a claim beside `--github`, are refused before any work is done (exit 2, one line).
+A reader that goes away (`| head -1`) ends the output quietly instead of with a
+BrokenPipeError traceback; a stream that cannot be written (a full disk) is one error
+line; a closed stderr is not worth a traceback either. Light on purpose: `--version`,
+`--help` and `rules` pass through here without the renderers."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from typing import TextIO
+
+STDOUT = "-"
+# option attribute -> the flag users type
+FILE_OPTIONS = {"json_out": "--json-out", "sarif": "--sarif", "html": "--html", "junit": "--junit"}
+
+
+class OutputError(Exception):
+    """A report could not be written: one line for the user, exit 2."""
+
+
+def stdout_format(args: argparse.Namespace) -> str:
+    """'text', 'json', or the file option (json_out, sarif, html, junit) given `-`;
+    InputError when the options would mix machine output on standard output."""
+    claims = [("json", "--json")] if getattr(args, "json", False) else []
+    claims += [(opt, f"{flag} {STDOUT}") for opt, flag in FILE_OPTIONS.items() if getattr(args, opt, None) == STDOUT]
+    if len(claims) > 1:
+        _refuse(f"{' and '.join(c[1] for c in claims)} would each write to standard output; "
+                "give all but one of them a file path")
+    if claims and getattr(args, "github", False):
+        opt, shown = claims[0]
+        hint = "--json-out PATH" if opt == "json" else f"{FILE_OPTIONS[opt]} PATH"
+        _refuse(f"--github annotations go to standard output, which {shown} holds: "
+                f"write that report to a file ({hint}) to use both")
+    return claims[0][0] if claims else "text"
+
+
+def _refuse(why: str) -> None:
+    from trainproof.model import InputError  # only when refusing: documentation calls stay light
+
+    raise InputError(why)
+
+
+def write_stdout(text: str, out: TextIO | None = None) -> None:
+    """Write and flush to standard output (or `out`); a reader that closed the pipe
+    ends the output quietly. Any other failure (a full disk) is an OutputError."""
+    stream = sys.stdout if out is None else out
+    try:
+        stream.write(printable(text, stream))
+        stream.flush()
+    except BrokenPipeError:
+        silence_stdout()
+    except OSError as exc:
+        silence_stdout()
+        raise OutputError(f"cannot write to standard output: {exc.strerror or exc}") from None
+
+
+def printable(text: str, stream: TextIO) -> str:
+    """`text` as the stream can encode it: a character it cannot (an undecodable byte of
+    a file name, under a strict UTF-8 or an ASCII locale) is written as an escape, the
+    same way report files write it, instead of raising half-way through the output."""
+    enc = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(enc)
+        return text
+    except (UnicodeEncodeError, LookupError):
+        return text.encode(enc if enc != "unknown" else "utf-8", "backslashreplace").decode(enc, "replace")
+
+
+def silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null, so what is still buffered (and the
+    interpreter's last flush) goes nowhere instead of raising again at exit."""
+    with contextlib.suppress(OSError, ValueError):  # stdout without a descriptor (captured)
+        fd = sys.stdout.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+
+
+def say(line: str) -> None:
+    """One line on stderr."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
