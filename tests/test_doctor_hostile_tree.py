@@ -44,6 +44,34 @@ def _deep(root, levels: int, log_at: int | None = None):
     os.close(cur)
 
 
+def _remove_deep(top) -> None:
+    """rmtree without recursion: shutil.rmtree (and pytest's cleanup of old tmp dirs)
+    recurses per level and dies on this tree, so each test removes its own."""
+    fds, names = [os.open(top, os.O_RDONLY)], []
+    while True:
+        entries = list(os.scandir(fds[-1]))
+        for e in entries:
+            if not e.is_dir(follow_symlinks=False):
+                os.unlink(e.name, dir_fd=fds[-1])
+        subs = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+        if not subs:
+            break
+        names.append(subs[0])  # the tree is one chain: one subfolder per level
+        fds.append(os.open(subs[0], os.O_RDONLY, dir_fd=fds[-1]))
+    while names:
+        os.close(fds.pop())
+        os.rmdir(names.pop(), dir_fd=fds[-1])
+    os.close(fds.pop())
+    os.rmdir(top)
+
+
+@pytest.fixture
+def deep_root(tmp_path):
+    yield tmp_path
+    if (tmp_path / "deep").exists():
+        _remove_deep(tmp_path / "deep")
+
+
 def _doctor(root) -> tuple[int, dict]:
     code, out, err, secs = run_bounded("doctor", root, "--json")
     assert_clean(code, out, err, expect=code)
@@ -55,7 +83,8 @@ def _not_judged(doc: dict, root) -> dict[str, str]:
     return {r["file"].removeprefix(str(root) + "/"): r["reason"] for r in doc["not_judged"]}
 
 
-def test_a_2000_deep_tree_is_cut_at_the_declared_depth_and_said(tmp_path):
+def test_a_2000_deep_tree_is_cut_at_the_declared_depth_and_said(deep_root):
+    tmp_path = deep_root
     _log(tmp_path / "a" / "diverge.jsonl", diverge=True)
     _deep(tmp_path, 2000, log_at=MAX_DEPTH + 5)
     (tmp_path / "loop").symlink_to(tmp_path)  # a symlink loop is not followed
@@ -67,7 +96,8 @@ def test_a_2000_deep_tree_is_cut_at_the_declared_depth_and_said(tmp_path):
         cut: f"1 subfolder(s) more than {MAX_DEPTH} levels below the path given: not searched"}
 
 
-def test_a_log_within_the_depth_is_judged(tmp_path):
+def test_a_log_within_the_depth_is_judged(deep_root):
+    tmp_path = deep_root
     _deep(tmp_path, 100, log_at=MAX_DEPTH - 2)
     code, doc = _doctor(tmp_path)
     assert code == 0 and len(doc["reports"]) == 1 and doc["reports"][0]["verdict"] == "PASS"

@@ -130,18 +130,35 @@ def _view(buf: array) -> np.ndarray:
     return np.frombuffer(buf, dtype=np.float64) if len(buf) else np.empty(0)
 
 
+def overflowed(text: str | bytes, value: float) -> bool:
+    """A finite literal past float64's range (`1e400`, a 400-digit integer) that float()
+    read as inf. No logger writes one - a float that large prints as `inf` - so it is a
+    value that could not be read, not an infinite loss."""
+    if not math.isinf(value):
+        return False
+    low = text.lower() if isinstance(text, str) else text.decode("ascii", "replace").lower()
+    return "inf" not in low
+
+
 def number(v: object) -> float | None:
     """A JSON/CSV cell as a float, or None when it is not a number.
-    Booleans are not numbers: `true` is not a loss of 1.0."""
+    Booleans are not numbers: `true` is not a loss of 1.0; an integer or a literal past
+    float64's range is not one either (see overflowed)."""
     t = type(v)
-    if t is float or t is int:
-        return float(v)  # type: ignore[arg-type]
+    if t is float:
+        return v  # type: ignore[return-value]
+    if t is int:
+        try:
+            return float(v)  # type: ignore[arg-type]
+        except OverflowError:  # a 400-digit integer in a JSON log
+            return None
     if t is str:
         s = v.strip()  # type: ignore[union-attr]
         try:
-            return float(s)
+            f = float(s)
         except ValueError:
             return _SPECIAL.get(s.lower())
+        return None if overflowed(s, f) else f
     return None
 
 

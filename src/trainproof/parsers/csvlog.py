@@ -2,7 +2,10 @@
 
 The dialect is sniffed; empty cells are missing values, not errors (Lightning writes
 step rows and epoch rows with different columns filled); numbers written as
-strings are numbers. Rows are converted column-wise in blocks."""
+strings are numbers. Rows are converted column-wise in blocks.
+
+A header that names a column twice is not guessed at: the first keeps the name, the
+k-th becomes `NAME#k`, and a note says so, so `--map loss=loss#2` reads another."""
 
 from __future__ import annotations
 
@@ -53,7 +56,7 @@ def read(path: Path) -> RawLog:
         header = next(reader, None)
         if not header:
             return RawLog({}, 0, notes=["empty file"])
-        header = [h.strip() for h in header]
+        header, renamed = unique_header([h.strip() for h in header])
         step_key = find_step_key(set(header))
         cols, records, ragged = Columns(), 0, 0
         while True:
@@ -62,10 +65,24 @@ def read(path: Path) -> RawLog:
                 break
             ragged += add_block(block, header, step_key, records, cols)
             records += len(block)
-    notes = cols.bad_notes()
+    notes = renamed + cols.bad_notes()
     if ragged:
         notes.append(f"{ragged} row(s) with more cells than the header; extra cells ignored")
     return RawLog(cols.arrays(), records, notes=notes, step_column=step_key)
+
+
+def unique_header(header: list[str]) -> tuple[list[str], list[str]]:
+    """The header with the k-th repeat of a name renamed NAME#k, and a note per repeated name."""
+    seen: dict[str, list[int]] = {}
+    out = []
+    for i, h in enumerate(header):
+        at = seen.setdefault(h, [])
+        at.append(i + 1)
+        out.append(f"{h}#{len(at)}" if len(at) > 1 and h else h)
+    notes = [f"{len(at)} columns are named '{h}': column {at[0]} is read as '{h}', "
+             + ", ".join(f"column {c} as '{h}#{k}'" for k, c in enumerate(at[1:], 2))
+             + " (--map can name another)" for h, at in seen.items() if h and len(at) > 1]
+    return out, notes
 
 
 def add_block(block: list[list[str]], header: list[str], step_key: str | None,

@@ -65,6 +65,7 @@ class CsvDecoder:
         self.header: list[str] | None = None
         self.step_key: str | None = None
         self.records = self.ragged = 0
+        self.renamed: list[str] = []
         self._dialect: type[csv.Dialect] | csv.Dialect = csv.excel
 
     def feed(self, data: bytes) -> None:
@@ -72,7 +73,8 @@ class CsvDecoder:
         if self.header is None:
             first, _, rest = text.partition("\n")
             self._dialect = csvlog.dialect(text[:65536])
-            self.header = [h.strip() for h in next(csv.reader([first.rstrip("\r")], self._dialect), [])]
+            self.header, self.renamed = csvlog.unique_header(
+                [h.strip() for h in next(csv.reader([first.rstrip("\r")], self._dialect), [])])
             self.step_key = find_step_key(set(self.header))
             text = rest
         rows = [r for r in csv.reader(io.StringIO(text), self._dialect) if r]
@@ -82,7 +84,7 @@ class CsvDecoder:
 
     def raw(self) -> RawLog:
         arrays, self.cols = _compact(self.cols)
-        notes = self.cols.bad_notes()
+        notes = self.renamed + self.cols.bad_notes()
         if self.ragged:
             notes.append(f"{self.ragged} row(s) with more cells than the header; extra cells ignored")
         return RawLog(arrays, self.records, notes=notes, step_column=self.step_key)

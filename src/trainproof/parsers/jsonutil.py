@@ -19,6 +19,15 @@ _BARE = re.compile(rb'(?<![\w"])(-?Infinity|NaN)(?![\w"])')
 
 
 def loads(data: bytes) -> Any:
+    """The decoded document; ValueError (the readers' "malformed") for anything that
+    cannot be decoded, nesting too deep for the decoder's recursion included."""
+    try:
+        return _loads(data)
+    except RecursionError:  # `[[[[...` 1,000 deep: one bad line, not an internal error
+        raise ValueError("JSON nested too deeply to decode") from None
+
+
+def _loads(data: bytes) -> Any:
     if _orjson is not None:
         try:
             return _orjson.loads(data)

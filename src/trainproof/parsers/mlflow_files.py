@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from trainproof.parsers.base import Columns, RawLog, bounded_lines
+from trainproof.parsers.base import Columns, RawLog, bounded_lines, overflowed
 from trainproof.parsers.stores import RunRef, UnknownRun
 
 META, METRICS = "meta.yaml", "metrics"
@@ -139,6 +139,8 @@ def _read_metric(f: Path, key: str, cols: Columns) -> tuple[int, int]:
             try:
                 value = float(parts[1])
                 step = float(parts[2]) if len(parts) >= 3 else 0.0
+                if overflowed(parts[1], value) or overflowed(parts[2] if len(parts) >= 3 else b"", step):
+                    raise ValueError("a number past float64's range")
                 int(parts[0])  # the time stamp: a line without one is not a metric line
             except (ValueError, IndexError):
                 malformed += 1

@@ -26,12 +26,15 @@ def to_float_array(values: list[Any], may_have_bools: bool = True) -> tuple[np.n
         return _per_cell(values)
     try:
         arr = np.array(values, dtype=np.float64)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):  # OverflowError: an int past float64's range
         return _per_cell(values)
     if arr.ndim != 1:
         return _per_cell(values)
     ok = np.ones(n, dtype=bool)
-    nan = np.flatnonzero(np.isnan(arr))
+    for i in np.flatnonzero(np.isinf(arr)):  # numpy reads "1e400" as inf; number() does not
+        if type(values[i]) is str and number(values[i]) is None:
+            arr[i], ok[i] = np.nan, False
+    nan = np.flatnonzero(np.isnan(arr) & ok)
     if nan.size == 0:
         return arr, ok
     if nan.size <= _FEW:
@@ -40,8 +43,7 @@ def to_float_array(values: list[Any], may_have_bools: bool = True) -> tuple[np.n
     else:
         cells = np.empty(n, dtype=object)
         cells[:] = values
-        ok = cells != None  # noqa: E711  (elementwise: which cells are real values)
-        ok = ok.astype(bool)
+        ok &= (cells != None).astype(bool)  # noqa: E711  (elementwise: which cells are real values)
     return arr, ok
 
 

@@ -78,9 +78,9 @@ def _numbers(key: str, vals: list[Any], steps: np.ndarray, cols: Columns) -> boo
     returns True, or returns False (text, anything numpy cannot convert) and adds nothing."""
     try:
         arr = np.array(vals, dtype=np.float64)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):  # OverflowError: an int past float64's range
         return False
-    if arr.ndim != 1:
+    if arr.ndim != 1 or np.isinf(arr).any():  # an inf may be a literal past the range: see number()
         return False
     if not np.isnan(arr).any():
         if arr.size:

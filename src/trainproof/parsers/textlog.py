@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from trainproof.model import InputError
-from trainproof.parsers.base import Columns, LineBlocks, RawLog, number, require_file
+from trainproof.parsers.base import Columns, LineBlocks, RawLog, number, overflowed, require_file
 from trainproof.parsers.columns import looks_like_metric
 from trainproof.parsers.compressed import open_log
 from trainproof.parsers.textlog_patterns import PATTERNS, Hit, Pattern, State
@@ -113,7 +113,10 @@ class Scanner:
         add = self.cols.add
         for col, v in hit.values:
             try:
-                add(col, step, float(v))  # float() reads nan, inf and 1.5E+00 too
+                f = float(v)  # float() reads nan, inf and 1.5E+00 too
+                if overflowed(v, f):
+                    raise ValueError(v)
+                add(col, step, f)
             except ValueError:
                 value = number(v)
                 if value is None:
