@@ -92,7 +92,9 @@ def _pt(kind: str, env: Env) -> bytes:
     if kind == "bad-crc":
         zf = zipfile.ZipFile(PT)
         info = next(i for i in zf.infolist() if "/data/" in i.filename)
-        at = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra) + 2
+        # the local header's own name and extra lengths: torch pads the local extra field
+        n, e = struct.unpack_from("<HH", data, info.header_offset + 26)
+        at = info.header_offset + 30 + n + e + info.compress_size // 2
         buf = bytearray(data)
         buf[at] ^= 0xFF
         return bytes(buf)
@@ -121,10 +123,10 @@ def _pt(kind: str, env: Env) -> bytes:
         return _torch_zip(b"\x80\x04\x8e" + struct.pack("<Q", 1 << 62) + b"xx.")
     if kind == "pickle-huge-memo":
         return _torch_zip(b"\x80\x02j\xff\xff\xff\xff.")
-    if kind == "pickle-missing-storage":
-        return _torch_zip(b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n(X\x07\x00\x00\x00storage"
-                          b"(X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x03\x00\x00\x00999X\x03\x00\x00\x00cpu"
-                          b"J\x00\x00\x00\x10tQK\x00J\x00\x00\x00\x10\x85K\x01\x85\x89)tR.")
+    if kind == "pickle-missing-storage":  # {"w": a tensor whose storage "999" the archive lacks}
+        return _torch_zip(b"\x80\x02}q\x00X\x01\x00\x00\x00wctorch._utils\n_rebuild_tensor_v2\n("
+                          b"(X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x03\x00\x00\x00999"
+                          b"X\x03\x00\x00\x00cpuK\x04tQK\x00K\x04\x85K\x01\x85\x89ccollections\nOrderedDict\n)RtRs.")
     if kind.startswith("payload-"):
         return _torch_zip(payload(kind.removeprefix("payload-"), env.marker))
     raise ValueError(kind)
@@ -221,7 +223,7 @@ def _safe(kind: str, env: Env) -> bytes:
 
 SAFE_CASES = ("past-eof", "huge-length", "zero-length", "not-json", "overlapping", "out-of-range",
               "end-before-start", "dtype-nonsense", "negative-shape", "shape-overflow", "offsets-strings",
-              "trailing-bytes", "deep-header", "many-tensors", "header-is-list")
+              "trailing-bytes", "deep-header", "header-is-list")
 
 
 def _safe_writer(kind: str) -> Callable[[Env], Path]:
@@ -260,7 +262,8 @@ def specs() -> Iterator[Spec]:
                 "pickle-huge-bytes": "lying-length", "pickle-huge-memo": "corrupt",
                 "pickle-missing-storage": "corrupt"}
     for kind, cls in pt_cases.items():
-        expect = "any" if kind in ("bitflips", "bomb-ratio") else "broken"
+        # a DAG or deeply nested pickle is valid: what matters is bounded work, not the verdict
+        expect = "any" if kind in ("bitflips", "bomb-ratio", "dag-40", "deep-100k") else "broken"
         yield Spec(f"torch-pt/{kind}", CHECKPOINT, expect, cls, _pt_writer(kind))
     yield Spec("torch-pt/bitflips", CHECKPOINT, "any", "bad-crc", _pt_writer("bitflips"))
     for p in PAYLOADS:
@@ -272,12 +275,14 @@ def specs() -> Iterator[Spec]:
     yield Spec("pickle-legacy/dag-40", CHECKPOINT, "broken", "pickle-dag", _legacy("dag-40"))
     yield Spec("pickle-legacy/deep-100k", CHECKPOINT, "broken", "deep-nesting", _legacy("deep-100k"))
     for kind in ("payload-optimizer", "rng-state-bomb", "safetensors-lies"):
-        yield Spec(f"hf-checkpoint-dir/{kind}", CHECKPOINT, "broken", "payload" if "payload" in kind else "corrupt",
-                   _hf_dir(kind))
+        # env inspects the weights and optimizer of an HF folder, not rng_state.pth: a bomb there is not read
+        yield Spec(f"hf-checkpoint-dir/{kind}", CHECKPOINT, "any" if kind == "rng-state-bomb" else "broken",
+                   "payload" if "payload" in kind else "bomb-duplication", _hf_dir(kind))
     for kind in (*SAFE_CASES, "zero-byte", "truncated-half", "random-bytes"):
         cls = "lying-header" if kind in SAFE_CASES else kind.split("-")[0]
         yield Spec(f"safetensors/{kind}", CHECKPOINT, "broken", cls, _safe_writer(kind))
-    yield Spec("safetensors/metadata-nonsense", CHECKPOINT, "any", "lying-header", _safe_writer("metadata-nonsense"))
+    for kind in ("metadata-nonsense", "many-tensors"):  # odd but consistent headers
+        yield Spec(f"safetensors/{kind}", CHECKPOINT, "any", "lying-header", _safe_writer(kind))
     for kind in ("escape", "dev-zero", "missing", "self", "deep"):
         yield Spec(f"safetensors-index/{kind}", CHECKPOINT, "broken", "lying-header", _index(kind))
 

@@ -1,7 +1,8 @@
 """Whether one run of the campaign was well-behaved and honest, and the figures.
 
 Every run: exit 0, 1 or 2; at most one line on stderr, never a traceback or an
-"internal error"; within TIME_LIMIT_S and MEMORY_LIMIT_MB; its payload (if any)
+"internal error"; within CPU_LIMIT_S and MEMORY_LIMIT_MB (and done before the
+runner's wall-clock TIME_LIMIT_S, past which it is a hang); its payload (if any)
 never ran; stdout is the JSON document (the last line of it for watch) and its
 exit_code is the process's. Honesty:
 - an "unreadable" input exits 2, a "broken" one never 0, a "fail" one exits 1;
@@ -19,6 +20,7 @@ from pathlib import Path
 from tests.hostile.runner import TIME_LIMIT_S
 
 MEMORY_LIMIT_MB = 400.0  # peak RSS of one run
+CPU_LIMIT_S = 20.0  # CPU seconds of one run; wall time on a shared 2-CPU runner says more about the neighbours
 LOG_COMMANDS = ("epoch", "compare", "watch", "doctor")
 COUNTED = ("run", "compare", "dataset")  # report kinds whose `records` says what was read
 
@@ -54,6 +56,8 @@ def problems(case, result: dict, marker: Path) -> list[str]:
     lines = [ln for ln in err.splitlines() if ln.strip()]
     if len(lines) > 1:
         found.append(f"{len(lines)} lines on stderr: {lines[:3]}")
+    if result["cpu_s"] > CPU_LIMIT_S:
+        found.append(f"slow: {result['cpu_s']:.1f} CPU s > {CPU_LIMIT_S:g} s")
     if result["peak_rss_mb"] > MEMORY_LIMIT_MB:
         found.append(f"peak RSS {result['peak_rss_mb']:.0f} MB > {MEMORY_LIMIT_MB:g} MB")
     if marker.exists():
@@ -106,6 +110,7 @@ def figures(cases: list, results: dict[str, dict], found: dict[str, list[str]], 
     runs = [results[c.id] for c in cases if c.id in results]
     worst_t = max(runs, key=lambda r: r["wall_s"])
     worst_m = max(runs, key=lambda r: r["peak_rss_mb"])
+    worst_c = max(runs, key=lambda r: r["cpu_s"])
     flat = [(cid, p) for cid, ps in found.items() for p in ps]
 
     def count(*keys: str) -> int:
@@ -123,6 +128,9 @@ def figures(cases: list, results: dict[str, dict], found: dict[str, list[str]], 
         "over_memory": count("peak RSS"),
         "stderr_over_one_line": sum(1 for _, p in flat if "lines on stderr" in p),
         "runs_with_problems": sum(1 for ps in found.values() if ps),
+        "slow": count("slow"),
+        "limits": {"cpu_s": CPU_LIMIT_S, "wall_s": TIME_LIMIT_S, "peak_rss_mb": MEMORY_LIMIT_MB},
+        "worst_cpu_s": worst_c["cpu_s"], "worst_cpu_run": worst_c["id"],
         "worst_time_s": worst_t["wall_s"], "worst_time_run": worst_t["id"],
         "worst_rss_mb": worst_m["peak_rss_mb"], "worst_rss_run": worst_m["id"],
         "exit_codes": {str(k): sum(1 for r in runs if r["rc"] == k) for k in sorted({r["rc"] for r in runs})},

@@ -89,6 +89,8 @@ def inspect_index(p: Path, caps: ReadCaps) -> dict[str, str] | FileScan:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return FileScan(str(p), "index", Integrity.CORRUPT, detail=f"not a JSON shard index: {exc}")
+    except RecursionError:  # nesting no shard index has
+        return FileScan(str(p), "index", Integrity.CORRUPT, detail="not a JSON shard index: nested too deeply")
     wmap = doc.get("weight_map") if isinstance(doc, dict) else None
     if not isinstance(wmap, dict) or not wmap:
         return FileScan(str(p), "index", Integrity.CORRUPT, detail="no weight_map in the shard index")

@@ -165,6 +165,8 @@ def decode_line(line: bytes) -> Any:
             return _ANY.decode(line)
         except msgspec.DecodeError as exc:
             raise ValueError(str(exc)) from None
+        except RecursionError:  # `[[[[...` thousands deep: one bad line, not an internal error
+            raise ValueError("JSON nested too deeply to decode") from None
     return loads(line)
 
 
@@ -208,8 +210,8 @@ class _BlockDecoder:
         if self.typed is not None:
             try:
                 recs = self.typed.decode(buf)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                return None
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                return None  # line by line then names the bad line
             if len(recs) != n:
                 return None
             return list(map(operator.attrgetter(self.field), recs)) if self.field else recs
@@ -279,6 +281,9 @@ def read_json_array(path: Path, file_index: int, tally: ReadTally, max_record: i
                 break
             try:
                 obj, end = dec.raw_decode(text, pos)
+            except RecursionError:
+                tally.bad(where(file_index, line), "invalid JSON: nested too deeply to decode")
+                break  # as after a syntax error: the array cannot be resynchronised
             except json.JSONDecodeError as exc:
                 if len(text) - pos > max_record:
                     tally.too_long(where(file_index, line))

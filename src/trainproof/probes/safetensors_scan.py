@@ -49,6 +49,8 @@ def _header(read, size: int) -> tuple[dict, int]:
         header = json.loads(read(n))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _Bad(Integrity.CORRUPT, f"header is not JSON: {exc}") from None
+    except RecursionError:  # a header of `[[[[...`: no tensor table nests like that
+        raise _Bad(Integrity.CORRUPT, "header is JSON nested too deeply to decode") from None
     if not isinstance(header, dict):
         raise _Bad(Integrity.CORRUPT, "header is not a JSON object")
     return header, 8 + n
