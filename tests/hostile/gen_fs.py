@@ -95,7 +95,7 @@ def _beside_fail(kind: str) -> Callable[[Env], Path]:
         elif kind == "many-files":
             junk = root / "junk"
             junk.mkdir()
-            for i in range(5000):
+            for i in range(2000):
                 (junk / f"f{i}.txt").touch()
         else:
             _special(kind, "metrics.jsonl")(Env(root, env.rng, env.marker, env.good))

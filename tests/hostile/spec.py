@@ -49,6 +49,12 @@ class Spec:
     needs: str = ""  # an importable module the writer needs; the input is skipped, saying so, without it
     unreadable_mode: bool = False  # relies on mode 000: meaningless as root
 
+    @property
+    def heavy(self) -> bool:
+        """A 100 MB line or a decompression bomb: seconds of reading per run, so only
+        epoch and watch read it alone (the folder-wide doctor reads the bombs too)."""
+        return self.big > 0 or self.cls == "bomb-ratio"
+
     def __post_init__(self) -> None:
         assert self.expect in EXPECTS, self.expect
 
