@@ -14,7 +14,8 @@ import pytest
 
 from trainproof.probes.checkpoint import inspect_checkpoint
 from trainproof.probes.checkpoint_model import Integrity
-from trainproof.probes.pickle_scan import WalkLimit, scan_pickle, walk_tensors
+from trainproof.probes.pickle_scan import scan_pickle
+from trainproof.probes.pickle_walk import WalkLimit, walk_tensors
 from trainproof.rules.env import read_caps
 
 from .craft import assert_clean, run_bounded, tensor_pickle, torch_zip, write_zip
@@ -51,7 +52,7 @@ def _compressible(n: int) -> bytes:
 
 def test_memo_dag_naming_one_tensor_2_40_ways_is_refused(tmp_path):
     p = torch_zip(tmp_path / "dag.pt", tensor_pickle(40))
-    _refused(p, "objects visited")
+    _refused(p, "objects walked again")
 
 
 def test_memo_dag_without_tensors_is_walked_once():

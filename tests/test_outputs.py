@@ -270,12 +270,16 @@ def test_sigterm_before_anything_was_read_is_exit_2(tmp_path):
 
 
 def test_sigterm_while_judging_is_one_line_and_exit_2(tmp_path):
-    # `env --module` imports a module that sleeps: trainproof is busy when the signal comes.
-    (tmp_path / "slow.py").write_text("import time\ntime.sleep(30)\n")
+    # `env --module` imports a module that sleeps: trainproof is busy judging when the
+    # signal comes (the module says when its import began).
+    started = tmp_path / "started"
+    (tmp_path / "slow.py").write_text(f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(30)\n")
     p = subprocess.Popen([sys.executable, "-m", "trainproof", "env", "--module", "slow", "--cwd", str(tmp_path),
                           "--import-timeout", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=ENV)
-    time.sleep(1.5)
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 2 and err.strip() == "trainproof: terminated (SIGTERM)" and "Traceback" not in out
@@ -317,3 +321,30 @@ def test_an_undecodable_file_name_never_breaks_standard_output(tmp_path, argv, e
     assert proc.returncode == 1 and proc.stderr == b""
     if argv[0] in ("--json", "--sarif", "--json-out"):
         json.loads(proc.stdout)
+
+
+def test_a_report_never_replaces_the_users_log(run_cli, tmp_path):
+    base, run = tmp_path / "base.json", tmp_path / "run.json"
+    for p in (base, run):
+        p.write_bytes(FIXTURES.joinpath("hf_regression/trainer_state.json").read_bytes())
+    before = base.read_bytes()
+    code, _, err = run_cli("compare", "--html", base, run)  # --html took the baseline as its PATH
+    assert code == 2 and base.read_bytes() == before
+    assert len(err.strip().splitlines()) == 1 and "is not an HTML report: not overwritten" in err
+    for option in ("--sarif", "--junit", "--json-out"):
+        code, _, err = run_cli("epoch", run, option, base)
+        assert code == 2 and base.read_bytes() == before and "not overwritten" in err
+
+
+def test_a_report_replaces_a_report_or_an_empty_file(run_cli, tmp_path):
+    for option, name in (("--sarif", "r.sarif"), ("--junit", "r.xml"), ("--json-out", "r.json"), ("--html", "r.html")):
+        target = tmp_path / name
+        target.touch()
+        for _ in range(2):  # an empty file, then the report written the first time
+            code, _, err = run_cli("epoch", NONFINITE, option, target)
+            assert code == 1 and err == "" and target.stat().st_size > 0
+
+
+def test_an_empty_report_path_is_refused(run_cli):
+    code, out, err = run_cli("epoch", NONFINITE, "--sarif", "")
+    assert code == 2 and out == "" and err.strip() == "trainproof: error: --sarif was given an empty PATH"

@@ -190,3 +190,17 @@ def test_fingerprints_hold_while_the_log_grows(run_cli, tmp_path, monkeypatch):
     other = _prints(run_cli, _growing(log, -60), tmp_path / "c.sarif")
     assert other["TP-NAN", "eval_loss"][0] != early["TP-NAN", "loss"][0]  # another metric, another alert
     assert other["TP-DIVERGE", ""][0] == early["TP-DIVERGE", ""][0]
+
+
+def test_a_finding_on_a_symlink_loop_still_gets_a_location(tmp_path, monkeypatch):
+    from trainproof.model import Finding, Level, Location, Report, ReportSet
+    from trainproof.render import sarif
+
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    monkeypatch.chdir(tmp_path)
+    f = Finding("TP-NAN", Level.FAIL, "m", "e", {}, Location(str(tmp_path / "loop" / "x.jsonl"), 3.0))
+    doc = sarif.document(ReportSet("epoch", (Report(str(tmp_path / "loop"), "jsonl", (f,), ran=("nan",)),)))
+    out = tmp_path / "r.sarif"
+    out.write_text(json.dumps(doc))
+    uri = validate(out)["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri == "loop/x.jsonl"

@@ -27,6 +27,9 @@ class OutputError(Exception):
 def stdout_format(args: argparse.Namespace) -> str:
     """'text', 'json', or the file option (json_out, sarif, html, junit) given `-`;
     InputError when the options would mix machine output on standard output."""
+    empty = [flag for opt, flag in FILE_OPTIONS.items() if getattr(args, opt, None) == ""]
+    if empty:  # an unset CI variable (`--sarif "$OUT"`): no report would be written, silently
+        _refuse(f"{empty[0]} was given an empty PATH")
     claims = [("json", "--json")] if getattr(args, "json", False) else []
     claims += [(opt, f"{flag} {STDOUT}") for opt, flag in FILE_OPTIONS.items() if getattr(args, opt, None) == STDOUT]
     if len(claims) > 1:

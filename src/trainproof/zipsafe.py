@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-MAX_ENTRIES = 200_000  # torch writes one entry per storage; 100k tensors is past the largest models
+MAX_ENTRIES = 10_000  # a ClearML session zip holds a handful of files; checkpoints pass their own cap
 MAX_RATIO = 100.0  # deflate tops out near 1000x on zeros; real logs and JSON stay under 20x
 MAX_INFLATED = 1 << 30  # 1 GiB of inflation: seconds of work, far past any log or pickle read
 

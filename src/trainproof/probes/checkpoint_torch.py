@@ -20,7 +20,8 @@ from typing import Any
 
 from trainproof.probes.checkpoint_model import OPTIMIZER_KEYS, FileScan, Integrity, ReadCaps, TensorInfo
 from trainproof.probes.checkpoint_stats import CHUNK_BYTES, Span, contiguous_span, count_stream, itemsize
-from trainproof.probes.pickle_scan import PickleError, Storage, TensorRef, WalkLimit, scan_pickle, walk_tensors
+from trainproof.probes.pickle_scan import PickleError, Storage, TensorRef, scan_pickle
+from trainproof.probes.pickle_walk import WalkLimit, walk_tensors
 from trainproof.zipsafe import ZipRefused, check_directory, declared_entries
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C

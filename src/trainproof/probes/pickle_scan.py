@@ -8,15 +8,17 @@ module does not model becomes an `Opaque` value that remembers that name.
 The replay is linear in the opcodes, and so is everything done with what it builds:
 the memo lets a tiny pickle share one object many times (x1 = (x0, x0), forty levels
 deep, is 2**40 paths), so nothing here hashes, prints or compares a built value
-recursively, and `walk_tensors` visits each container once (by identity) within a
-node budget the caller declares.
+recursively; pickle_walk.py walks what it builds within a budget.
 
 It measures; whether a global is acceptable is judged in rules/env.py."""
 
 from __future__ import annotations
 
+import gc
 import io
 import pickletools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,16 +37,12 @@ _TORCH_DTYPES = {"float32", "float64", "float16", "bfloat16", "int64", "int32", 
 
 
 MAX_DIMS = 64  # more dimensions than any framework allows: not a tensor's shape
-KEY_CHARS = 200  # a dict key as it appears in a tensor's dotted name
-NAME_CHARS = 400  # a whole dotted name: real ones are under 150
 
 
 class PickleError(Exception):
     """The opcode stream is malformed or exceeds what a checkpoint can plausibly hold."""
 
 
-class WalkLimit(Exception):
-    """The built structure holds more nodes than the caller's budget: not walked further."""
 
 
 @dataclass(frozen=True)
@@ -198,8 +196,27 @@ _MEMO_PUT = {"PUT", "BINPUT", "LONG_BINPUT"}
 _IGNORED = {"PROTO", "FRAME", "NEXT_BUFFER", "READONLY_BUFFER"}
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The replay and the walk allocate millions of small objects that live until the
+    scan ends; the cyclic collector would rescan them all again and again (a 400k-tensor
+    checkpoint: 13 s of a 15 s walk). Nothing here needs it until the scan is done."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def scan_pickle(data: bytes, max_opcodes: int = 50_000_000) -> Scan:
     """Replay the opcode stream symbolically. Raises PickleError on a malformed stream."""
+    with gc_paused():
+        return _replay(data, max_opcodes)
+
+
+def _replay(data: bytes, max_opcodes: int) -> Scan:
     stack: list[Any] = []
     memo: dict[int, Any] = {}
     seen: dict[str, None] = {}
@@ -316,66 +333,6 @@ def _structural(name: str, arg: Any, stack: list[Any]) -> None:
         stack.append(Opaque(f"extension registry code {arg}"))
     else:
         raise PickleError(f"unsupported opcode {name}")
-
-
-def walk_tensors(root: Any, max_nodes: int, max_depth: int = 64) -> list[tuple[str, TensorRef]]:
-    """Every TensorRef in the structure with a dotted path (`model.fc.weight`), in the
-    order torch.save wrote them, under every name that reaches it (tied weights, a dict
-    saved twice). Containers that hold no tensor are skipped after one visit each, so
-    sharing among them costs nothing; the paths into containers that do hold tensors
-    are charged to a budget, and more than `max_nodes` items visited in all raises
-    WalkLimit: a memo DAG that names one tensor 2**40 ways stops there."""
-    budget = [max_nodes]
-    bearing = _bearing(root, budget, max_nodes)
-    out: list[tuple[str, TensorRef]] = []
-    stack: list[tuple[Any, Any, int]] = [(None, root, 0)]  # (path link, node, depth)
-    while stack:
-        link, node, depth = stack.pop()
-        if isinstance(node, TensorRef):
-            out.append((_dotted(link), node))
-            continue
-        if id(node) not in bearing or depth >= max_depth:
-            continue
-        items = _items(node, budget, max_nodes)
-        stack.extend(((link, k), v, depth + 1) for k, v in reversed(items))
-    return out
-
-
-def _items(node: Any, budget: list[int], max_nodes: int) -> list[tuple[Any, Any]]:
-    budget[0] -= len(node) + 1
-    if budget[0] < 0:
-        raise WalkLimit(f"more than {max_nodes} objects visited in the pickle's structure")
-    return list(node.items() if isinstance(node, dict) else enumerate(node))
-
-
-def _bearing(root: Any, budget: list[int], max_nodes: int) -> set[int]:
-    """ids of the containers that hold a TensorRef at any depth, each container visited
-    once (by identity; the memo keeps every one alive, so ids are stable)."""
-    bearing: set[int] = set()
-    entered: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(root, False)]
-    while stack:
-        node, leaving = stack.pop()
-        if not isinstance(node, (dict, list, tuple)):
-            continue
-        values = node.values() if isinstance(node, dict) else node
-        if leaving:
-            if any(isinstance(v, TensorRef) or id(v) in bearing for v in values):
-                bearing.add(id(node))
-        elif id(node) not in entered:
-            entered.add(id(node))
-            stack.append((node, True))
-            stack.extend((v, False) for _, v in _items(node, budget, max_nodes))
-    return bearing
-
-
-def _dotted(link: Any) -> str:
-    """`a.b.c` from the (parent link, key) chain, at most NAME_CHARS long."""
-    keys: list[str] = []
-    while link is not None:
-        link, k = link
-        keys.append(str(k)[:KEY_CHARS])
-    return ".".join(reversed(keys))[:NAME_CHARS]
 
 
 def is_torch_dtype_global(g: str) -> bool:

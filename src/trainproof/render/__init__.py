@@ -25,6 +25,9 @@ RENDERERS: dict[str, Callable[[ReportSet], str]] = {
 }
 
 
+_KIND = {"json_out": "json", "sarif": "sarif", "html": "html", "junit": "junit"}
+
+
 def write_outputs(rs: ReportSet, args: argparse.Namespace, out: TextIO) -> None:
     """Standard output first (a closed pipe ends it quietly), then every report file,
     each written whole; OutputError names the first that could not be written, after
@@ -42,7 +45,7 @@ def write_outputs(rs: ReportSet, args: argparse.Namespace, out: TextIO) -> None:
         target = getattr(args, option, None)
         if target and target != STDOUT:
             try:
-                write_report(target, RENDERERS[option](rs))
+                write_report(target, RENDERERS[option](rs), _KIND[option])
             except OutputError as exc:
                 failed.append(str(exc))
     if failed:

@@ -44,20 +44,30 @@ def _rules() -> list[dict[str, Any]]:
     return out
 
 
+def _resolved(file: str) -> Path:
+    """The absolute path a finding's file names (a run in a store is located in the
+    store); a path that cannot be resolved (a symlink loop) is made absolute as written."""
+    where = Path(split_address(file)[0])
+    try:
+        return where.resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(where))
+
+
 class _Uris:
     """Log paths as URIs relative to the working directory; files outside it are
     made relative to their common parent under the LOGROOT base id."""
 
     def __init__(self, files: list[str]) -> None:
         self.cwd = Path.cwd().resolve()
-        outside = [p for p in (Path(split_address(f)[0]).resolve() for f in files)
+        outside = [p for p in (_resolved(f) for f in files)
                    if not p.is_relative_to(self.cwd)]
         self.root = Path(os.path.commonpath(outside)) if outside else None
         if self.root is not None and self.root in outside:  # one subject: its parent is the base
             self.root = self.root.parent
 
     def location(self, file: str) -> dict[str, Any]:
-        p = Path(split_address(file)[0]).resolve()  # a run in a store is located in the store
+        p = _resolved(file)
         if p.is_relative_to(self.cwd):
             return {"uri": relative_uri(p.relative_to(self.cwd))}
         assert self.root is not None
@@ -66,7 +76,7 @@ class _Uris:
     def identity(self, file: str) -> str:
         """The file as a fingerprint names it: its path under the working directory when
         it is there (the same in every checkout), else its absolute path."""
-        p = Path(split_address(file)[0]).resolve()
+        p = _resolved(file)
         return relative_uri(p.relative_to(self.cwd)) if p.is_relative_to(self.cwd) else p.as_posix()
 
     def bases(self) -> dict[str, Any]:

@@ -6,7 +6,9 @@ any work is done):
   renamed over it, so a full disk, a kill or a second writer never leaves it torn. A
   path that exists and is not a regular file (a device, a FIFO, /dev/stdout) is written
   in place, since it cannot be renamed over.
-- A reader that goes away (`| head -1`) ends the output quietly, never a traceback."""
+- A report replaces only an empty file or a report of its own kind. `--html` takes an
+  optional PATH, so `compare --html base.json run.json` reads the baseline as the HTML
+  path: overwriting it would destroy the user's log, so it is refused, with one line."""
 
 from __future__ import annotations
 
@@ -20,10 +22,16 @@ from trainproof.stdio import FILE_OPTIONS, STDOUT, OutputError, stdout_format, w
 
 __all__ = ["FILE_OPTIONS", "STDOUT", "OutputError", "stdout_format", "write_report", "write_stdout"]
 
+# What the start of an existing report of each kind holds (trainproof's or another tool's).
+_MARKS = {"html": (b"<!doctype html", b"<html"), "sarif": (b"sarif",), "junit": (b"<testsuite",),
+          "json": (b'"schema_version"',)}
+_NAMES = {"html": "an HTML", "sarif": "a SARIF", "junit": "a JUnit", "json": "a trainproof JSON"}
+_HEAD = 4096
 
 
-def write_report(target: str | Path, text: str) -> None:
+def write_report(target: str | Path, text: str, kind: str | None = None) -> None:
     """Write one report file atomically (see the module docstring); OutputError says why not.
+    `kind` (html, sarif, junit, json) guards an existing file that is not such a report.
     Text that cannot be UTF-8 (a file name's undecodable bytes) is written escaped."""
     path = Path(target)
     data = text.encode("utf-8", "backslashreplace")
@@ -40,9 +48,18 @@ def write_report(target: str | Path, text: str) -> None:
             with open(path, "wb") as fh:  # a device or FIFO: there is nothing to rename over
                 fh.write(data)
             return
+        if st is not None and st.st_size and kind is not None and not _is_report(path, kind):
+            raise OutputError(f"{path} exists and is not {_NAMES[kind]} report: not overwritten "
+                              "(remove it or choose another path)")
         _replace(Path(os.path.realpath(path)), data, None if st is None else stat.S_IMODE(st.st_mode))
     except OSError as exc:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _is_report(path: Path, kind: str) -> bool:
+    with open(path, "rb") as fh:
+        head = fh.read(_HEAD).lower()
+    return any(mark in head for mark in _MARKS[kind])
 
 
 def _replace(real: Path, data: bytes, mode: int | None) -> None:

@@ -248,16 +248,17 @@ CKPT_UNREADABLE = rule(
                                      "a few MB for the largest public models."),
         "max_inflate_ratio": Threshold(100, "x compressed size", "torch stores entries uncompressed; "
                                        "a deflated entry that expands more than this is a ZIP bomb."),
-        "max_zip_entries": Threshold(200_000, "entries", "torch writes one ZIP entry per storage plus a "
-                                     "few bookkeeping files; the largest public checkpoints hold under "
-                                     "100k tensors. Counted from the end record, before the directory "
-                                     "is parsed, so a directory of millions is never loaded."),
+        "max_zip_entries": Threshold(1_000_000, "entries", "torch writes one ZIP entry per storage: "
+                                     "with Adam, four per parameter (weight, exp_avg, exp_avg_sq, step), "
+                                     "so 100k parameters make 400k entries. Counted from the end record "
+                                     "before the directory is parsed (about 0.5 KB of memory per entry)."),
         "max_inflated_bytes": Threshold(1 << 30, "bytes", "Declared size of all deflated entries of one "
                                         "file together: torch deflates nothing, so this only bounds a "
                                         "re-zipped or hostile file to seconds of work."),
-        "max_pickle_nodes": Threshold(2_000_000, "objects", "Containers and items walked in data.pkl "
-                                      "(each object once): a 100k-tensor checkpoint with Adam state holds "
-                                      "about 600k; the budget bounds the walk of a hostile pickle."),
+        "max_pickle_nodes": Threshold(1_000_000, "objects", "Objects in data.pkl walked a second time "
+                                      "because the pickle shares them (one dict saved under two keys): a "
+                                      "real checkpoint re-walks few or none; a memo DAG naming one tensor "
+                                      "2**40 ways re-walks until this cap, a few seconds."),
     },
     fires=Example({"kind": "checkpoint", "files": [{"integrity": "unreadable"}]}),
     passes=Example({"kind": "checkpoint", "files": [{}]}),

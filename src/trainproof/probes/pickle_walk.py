@@ -1,0 +1,85 @@
+"""The tensor table of a replayed pickle: every TensorRef in the structure that
+pickle_scan built, with its dotted name. The memo lets a tiny pickle share one
+container many times (x1 = (x0, x0), forty levels, is 2**40 paths to the bottom), so
+the walk is iterative, skips containers that hold no tensor after one visit each,
+and charges every further walk through a shared container to a budget the caller
+declares (rules/env.py, max_pickle_nodes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainproof.probes.pickle_scan import TensorRef, gc_paused
+
+KEY_CHARS = 200  # a dict key as it appears in a tensor's dotted name
+NAME_CHARS = 400  # a whole dotted name: real ones are under 150
+
+
+class WalkLimit(Exception):
+    """More of the structure would be walked again than the caller's budget allows."""
+
+
+def walk_tensors(root: Any, max_nodes: int, max_depth: int = 64) -> list[tuple[str, TensorRef]]:
+    """Every TensorRef in the structure with a dotted path (`model.fc.weight`), in the
+    order torch.save wrote them, under every name that reaches it (tied weights, a dict
+    saved under two keys). Containers that hold no tensor are skipped; the first walk
+    through each container is free (it is bounded by the pickle's size), and every
+    further walk through a shared one is charged to a budget: more than `max_nodes`
+    items walked again raises WalkLimit, so a memo DAG that names one tensor 2**40 ways
+    stops there while a real checkpoint, which shares almost nothing, never gets near."""
+    with gc_paused():
+        return _walk(root, max_nodes, max_depth)
+
+
+def _walk(root: Any, max_nodes: int, max_depth: int) -> list[tuple[str, TensorRef]]:
+    bearing = _bearing(root)
+    walked: set[int] = set()
+    budget = max_nodes
+    out: list[tuple[str, TensorRef]] = []
+    stack: list[tuple[Any, Any, int]] = [(None, root, 0)]  # (path link, node, depth)
+    while stack:
+        link, node, depth = stack.pop()
+        if isinstance(node, TensorRef):
+            out.append((_dotted(link), node))
+            continue
+        if id(node) not in bearing or depth >= max_depth:
+            continue
+        if id(node) in walked:
+            budget -= len(node) + 1
+            if budget < 0:
+                raise WalkLimit(f"more than {max_nodes} objects walked again through shared parts "
+                                "of the pickle's structure")
+        walked.add(id(node))
+        items = list(node.items() if isinstance(node, dict) else enumerate(node))
+        stack.extend(((link, k), v, depth + 1) for k, v in reversed(items))
+    return out
+
+
+def _bearing(root: Any) -> set[int]:
+    """ids of the containers that hold a TensorRef at any depth, each container visited
+    once (by identity; the memo keeps every one alive, so ids are stable)."""
+    bearing: set[int] = set()
+    entered: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, leaving = stack.pop()
+        if not isinstance(node, (dict, list, tuple)):
+            continue
+        values = node.values() if isinstance(node, dict) else node
+        if leaving:
+            if any(isinstance(v, TensorRef) or id(v) in bearing for v in values):
+                bearing.add(id(node))
+        elif id(node) not in entered:
+            entered.add(id(node))
+            stack.append((node, True))
+            stack.extend((v, False) for v in values)
+    return bearing
+
+
+def _dotted(link: Any) -> str:
+    """`a.b.c` from the (parent link, key) chain, at most NAME_CHARS long."""
+    keys: list[str] = []
+    while link is not None:
+        link, k = link
+        keys.append(str(k)[:KEY_CHARS])
+    return ".".join(reversed(keys))[:NAME_CHARS]
