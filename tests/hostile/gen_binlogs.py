@@ -9,7 +9,6 @@ import bz2
 import gzip
 import io
 import lzma
-import shutil
 import sqlite3
 import struct
 import tarfile
@@ -302,5 +301,3 @@ def _sqlite_damage(kind: str) -> Callable[[Env], Path]:
 
     return write
 
-
-__all__ = ["shutil", "specs", "tf_record"]

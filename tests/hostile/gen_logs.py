@@ -7,7 +7,6 @@ deep nesting, one 100 MB line."""
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 from collections.abc import Callable, Iterator
@@ -287,5 +286,3 @@ def fail_jsonl(path: Path) -> Path:
     path.write_text(r_jsonl(_at(rows, list(range(20, len(rows))), value="NaN")))
     return path
 
-
-__all__ = ["BIG", "BIG_BYTES", "copy_fixture", "fail_jsonl", "healthy_jsonl", "json", "specs"]

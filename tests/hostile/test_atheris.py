@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.hostile.test_campaign import KNOWN as XFAIL
 from tests.hostile.test_campaign import runner_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,8 +31,18 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("atheris") is None,
                                 reason="atheris is not installed (ci/requirements/fuzz.txt installs it)")
 
 
+# The checkpoint target meets the known hole in its first 300 inputs (seed 1): a ZIP
+# entry name that is not UTF-8 (tests/hostile/regressions/torch-zip-name-invalid-utf8.pt).
+KNOWN = {"checkpoint": XFAIL["regression/torch-zip-name-invalid-utf8.pt"]}
+
+
+def _param(target: str):
+    marks = [pytest.mark.xfail(strict=True, reason=KNOWN[target])] if target in KNOWN else []
+    return pytest.param(target, id=target, marks=marks)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("target", list(SEEDS))
+@pytest.mark.parametrize("target", [_param(t) for t in SEEDS])
 def test_short_atheris_run_finds_no_crash(target, tmp_path):
     corpus, artifacts = tmp_path / "corpus", tmp_path / "crashes"
     corpus.mkdir()
