@@ -8,7 +8,6 @@ deep nesting, one 100 MB line."""
 from __future__ import annotations
 
 import math
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -263,16 +262,6 @@ def specs() -> Iterator[Spec]:
 
 def _hf_deep(env: Env) -> Path:
     return _write(env, "trainer_state.json", '{"log_history": ' + "[" * 100_000 + "]" * 100_000 + "}")
-
-
-def copy_fixture(env: Env, rel: str) -> Path:
-    src = FIXTURES / rel
-    dst = env.dir / src.name
-    if src.is_dir():
-        shutil.copytree(src, dst)
-    else:
-        shutil.copyfile(src, dst)
-    return dst
 
 
 def healthy_jsonl(path: Path) -> Path:
