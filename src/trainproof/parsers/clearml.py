@@ -16,7 +16,6 @@ and Inf as 0.0 before they reach the file: only a session that set
 
 from __future__ import annotations
 
-import json
 import re
 import zipfile
 import zlib
@@ -120,8 +119,8 @@ def _zip_task_name(zf: zipfile.ZipFile) -> str | None:
 
 def _name_of(data: bytes) -> str | None:
     try:
-        doc = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+        doc = loads(data)
+    except ValueError:  # UnicodeDecodeError, nesting too deep and 5,000-digit ints included
         return None
     name = doc.get("name") if isinstance(doc, dict) else None
     return name if isinstance(name, str) else None

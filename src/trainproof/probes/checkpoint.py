@@ -5,9 +5,9 @@ larger than `caps` (declared in rules/env.py) are not read."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from trainproof.parsers.jsonutil import loads
 from trainproof.probes.checkpoint_model import CheckpointScan, FileScan, Integrity, ReadCaps
 from trainproof.probes.checkpoint_torch import inspect_torch
 from trainproof.probes.safetensors_scan import inspect_safetensors
@@ -86,11 +86,9 @@ def inspect_index(p: Path, caps: ReadCaps) -> dict[str, str] | FileScan:
     try:
         if p.stat().st_size > caps.index_bytes:
             return FileScan(str(p), "index", Integrity.UNREADABLE, detail=f"over {caps.index_bytes} bytes")
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return FileScan(str(p), "index", Integrity.CORRUPT, detail=f"not a JSON shard index: {exc}")
-    except RecursionError:  # nesting no shard index has
-        return FileScan(str(p), "index", Integrity.CORRUPT, detail="not a JSON shard index: nested too deeply")
+        doc = loads(p.read_bytes())
+    except (OSError, ValueError) as exc:  # ValueError: not JSON, UTF-8, too deep, 5,000-digit ints
+        return FileScan(str(p), "index", Integrity.CORRUPT, detail=f"not a JSON shard index: {str(exc)[:200]}")
     wmap = doc.get("weight_map") if isinstance(doc, dict) else None
     if not isinstance(wmap, dict) or not wmap:
         return FileScan(str(p), "index", Integrity.CORRUPT, detail="no weight_map in the shard index")

@@ -281,9 +281,6 @@ def read_json_array(path: Path, file_index: int, tally: ReadTally, max_record: i
                 break
             try:
                 obj, end = dec.raw_decode(text, pos)
-            except RecursionError:
-                tally.bad(where(file_index, line), "invalid JSON: nested too deeply to decode")
-                break  # as after a syntax error: the array cannot be resynchronised
             except json.JSONDecodeError as exc:
                 if len(text) - pos > max_record:
                     tally.too_long(where(file_index, line))
@@ -292,6 +289,9 @@ def read_json_array(path: Path, file_index: int, tally: ReadTally, max_record: i
                     continue  # the element runs past the window: widen it and retry
                 tally.bad(where(file_index, line), f"invalid JSON: {exc.msg}")
                 break  # an array cannot be resynchronised after a syntax error
+            except (ValueError, RecursionError) as exc:  # a 5,000-digit integer, nesting too deep
+                tally.bad(where(file_index, line), f"invalid JSON: {str(exc)[:160] or type(exc).__name__}")
+                break
             if end - pos > max_record:  # read whole within one window more; still not a record
                 tally.too_long(where(file_index, line))
             elif type(obj) is dict:

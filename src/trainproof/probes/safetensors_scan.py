@@ -5,15 +5,16 @@ trailing bytes, and each tensor's byte length equal to its shape times its items
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Iterator
 from pathlib import Path
 
+from trainproof.parsers.jsonutil import loads
 from trainproof.probes.checkpoint_model import FileScan, Integrity, TensorInfo
 from trainproof.probes.checkpoint_stats import CHUNK_BYTES, SAFETENSORS_NAMES, Span, count_stream, itemsize
 
 HEADER_CAP = 100_000_000  # the safetensors library's own limit on header size
+MAX_DIMS = 64  # more dimensions than any framework allows
 
 
 class _Bad(Exception):
@@ -46,11 +47,9 @@ def _header(read, size: int) -> tuple[dict, int]:
     if 8 + n > size:
         raise _Bad(Integrity.TRUNCATED, f"the header declares {n} bytes but the file has {size - 8} after it")
     try:
-        header = json.loads(read(n))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _Bad(Integrity.CORRUPT, f"header is not JSON: {exc}") from None
-    except RecursionError:  # a header of `[[[[...`: no tensor table nests like that
-        raise _Bad(Integrity.CORRUPT, "header is JSON nested too deeply to decode") from None
+        header = loads(read(n))
+    except ValueError as exc:  # UnicodeDecodeError, too deep, an integer of 5,000 digits
+        raise _Bad(Integrity.CORRUPT, f"header is not JSON: {str(exc)[:200]}") from None
     if not isinstance(header, dict):
         raise _Bad(Integrity.CORRUPT, "header is not a JSON object")
     return header, 8 + n
@@ -62,8 +61,8 @@ def _entries(header: dict, data_len: int) -> list[tuple[TensorInfo, int, int]]:
         if name == "__metadata__":
             continue
         try:
-            dtype, shape, (a, b) = spec["dtype"], tuple(int(d) for d in spec["shape"]), spec["data_offsets"]
-            a, b = int(a), int(b)
+            dtype, shape, (a, b) = spec["dtype"], _sizes(spec["shape"], MAX_DIMS), spec["data_offsets"]
+            a, b = _sizes([a, b], 2)
         except (KeyError, TypeError, ValueError):
             raise _Bad(Integrity.CORRUPT, f"tensor {name!r} has a malformed header entry") from None
         size = itemsize(dtype)
@@ -81,6 +80,16 @@ def _entries(header: dict, data_len: int) -> list[tuple[TensorInfo, int, int]]:
         out.append((TensorInfo(name, SAFETENSORS_NAMES.get(dtype, dtype), shape, numel), a, b))
     _coverage(out, data_len)
     return out
+
+
+def _sizes(values: list, most: int) -> tuple[int, ...]:
+    """Whole numbers in [0, 2**63), at most `most` of them: a shape of a million
+    dimensions or of 400-digit sizes is a malformed header, not arithmetic to do."""
+    if not isinstance(values, list) or len(values) > most:
+        raise ValueError("not a short list")
+    if not all(type(v) is int and 0 <= v < 1 << 63 for v in values):
+        raise ValueError("not sizes")
+    return tuple(values)
 
 
 def _coverage(entries: list[tuple[TensorInfo, int, int]], data_len: int) -> None:

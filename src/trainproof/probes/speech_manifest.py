@@ -17,6 +17,7 @@ from typing import BinaryIO
 
 from trainproof.files import special_kind, stat_input
 from trainproof.model import InputError
+from trainproof.parsers.base import number
 from trainproof.probes.audio import AUDIO_EXTENSIONS
 
 AUDIO_KEYS = ("audio_filepath", "audio_path", "audio", "path", "file", "wav", "filename")
@@ -106,7 +107,10 @@ def _manifest_entry(record: object, base: Path, line: int) -> Entry | str:
     dur = record.get("duration")
     if isinstance(dur, bool) or not isinstance(dur, (int, float, type(None))):
         return "'duration' is not a number"
-    return Entry(str(base / audio), text, None if dur is None else float(dur), line)
+    seconds = None if dur is None else number(dur)
+    if dur is not None and seconds is None:
+        return "'duration' is past float64's range"
+    return Entry(str(base / audio), text, seconds, line)
 
 
 def _text_lines(path: Path, limit: int, out: Listing) -> Iterator[tuple[int, str]]:
@@ -129,7 +133,7 @@ def read_manifest(path: Path, limit: int) -> Listing:
     for line, text in _text_lines(path, limit, out):
         try:
             entry = _manifest_entry(json.loads(text), path.parent, line)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # ValueError: JSON's, and 5,000-digit ints
             entry = f"not JSON: {getattr(exc, 'msg', type(exc).__name__)}"
         if isinstance(entry, Entry):
             out.entries.append(entry)

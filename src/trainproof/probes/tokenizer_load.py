@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trainproof.files import require_regular
+from trainproof.parsers.jsonutil import loads
 from trainproof.parsers.tfevents_proto import Undecodable, fields
 
 LENGTH_BATCH = 256  # texts per tokenizer call when only lengths are needed
@@ -260,7 +261,7 @@ def _read_config(d: Path) -> dict[str, Any]:
         p = d / name
         if p.is_file():
             try:
-                data = json.loads(p.read_text(encoding="utf-8"))
+                data = loads(p.read_bytes())
             except (OSError, ValueError) as exc:
                 raise TokenizerLoadError(f"{p}: unreadable: {exc}") from None
             if isinstance(data, dict):

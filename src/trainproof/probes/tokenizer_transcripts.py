@@ -18,6 +18,7 @@ from pathlib import Path
 
 from trainproof.files import require_regular
 from trainproof.model import InputError
+from trainproof.parsers.base import number
 from trainproof.probes.dataset_read import decode_line
 
 TEXT_KEYS = ("text", "transcript", "sentence", "normalized_text", "transcription")
@@ -48,11 +49,9 @@ def _duration(rec: dict) -> float | None:
     for k in DURATION_KEYS:
         v = rec.get(k)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
-    a, b = rec.get("start"), rec.get("end")
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return float(b) - float(a)
-    return None
+            return number(v)  # None for an integer past float64's range
+    a, b = number(rec.get("start")), number(rec.get("end"))
+    return b - a if a is not None and b is not None else None
 
 
 def _sniff(path: Path) -> str:

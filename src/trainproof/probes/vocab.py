@@ -7,10 +7,12 @@ judges: rules/vocab.py decides what the numbers mean."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from trainproof.parsers.base import number
+from trainproof.parsers.jsonutil import loads
 
 _WIDTH_KEYS = ("n_embd", "hidden_size", "d_model", "dim")
 _INIT_KEYS = ("initializer_range", "init_std")
@@ -68,7 +70,7 @@ def _read(p: Path, max_bytes: int, notes: list[str]) -> Any:
         if p.stat().st_size > max_bytes:
             notes.append(f"{p} is over {max_bytes} bytes: not read for the vocabulary")
             return None
-        return json.loads(p.read_bytes())
+        return loads(p.read_bytes())  # ValueError for too deep or 5,000-digit ints, too
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         notes.append(f"{p} could not be read for the vocabulary ({type(exc).__name__})")
         return None
@@ -108,7 +110,7 @@ def _init(c: dict[str, Any]) -> float | None:
     for k in _INIT_KEYS:
         v = c.get(k)
         if type(v) in (int, float) and v > 0:
-            return float(v)
+            return number(v)
     return None
 
 
