@@ -71,9 +71,11 @@ def test_report_file_on_a_full_disk_is_one_line_and_exit_2(hostile, name, option
     assert clean_stderr(err), "the failed write is said"
 
 
-def handling(pid: int, sig: int, timeout: float = 60.0) -> None:
+def handling(pid: int, sig: int = signal.SIGTERM, timeout: float = 60.0) -> None:
     """Wait until the process has a handler for `sig` (Linux: SigCgt in /proc), so the
-    signal tests the CLI and not an interpreter still starting on a loaded machine."""
+    signal tests the CLI and not an interpreter still starting on a loaded machine.
+    SIGTERM's handler is the CLI's own, installed while it runs; Python catches SIGINT
+    from its first instant, so SIGINT tests wait for the SIGTERM handler too."""
     status = Path(f"/proc/{pid}/status")
     if not status.exists():
         time.sleep(5.0)
@@ -89,7 +91,7 @@ def handling(pid: int, sig: int, timeout: float = 60.0) -> None:
 
 def _watch_then(path: Path, sig: int, after_s: float = 1.0) -> tuple[int, str, str]:
     proc = trainproof("watch", str(path), "--json", "--interval", "0.2", "--stall-timeout", "0")
-    handling(proc.pid, sig)
+    handling(proc.pid)
     time.sleep(after_s)  # a poll or two
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
