@@ -14,7 +14,7 @@ import pytest
 
 from trainproof.probes.checkpoint import inspect_checkpoint
 from trainproof.probes.checkpoint_model import Integrity
-from trainproof.probes.pickle_scan import scan_pickle
+from trainproof.probes.pickle_scan import Storage, TensorRef, scan_pickle
 from trainproof.probes.pickle_walk import WalkLimit, walk_tensors
 from trainproof.rules.env import read_caps
 
@@ -52,24 +52,41 @@ def _compressible(n: int) -> bytes:
 
 def test_memo_dag_naming_one_tensor_2_40_ways_is_refused(tmp_path):
     p = torch_zip(tmp_path / "dag.pt", tensor_pickle(40))
-    _refused(p, "objects walked again")
+    _refused(p, "reached more than 1000000 ways")
 
 
-def test_memo_dag_without_tensors_is_walked_once():
+def _none_dag(levels: int) -> bytes:
+    """{"model": x_levels} with x_0 = None and x_i = (x_{i-1}, x_{i-1}): no tensor at all."""
     body = bytearray(b"\x80\x02}X\x05\x00\x00\x00modelN" + b"r\x00\x00\x00\x000")
-    for i in range(40):
+    for i in range(levels):
         body += b"j" + i.to_bytes(4, "little") + b"j" + i.to_bytes(4, "little") + b"\x86r"
         body += (i + 1).to_bytes(4, "little") + b"0"
-    body += b"j" + (40).to_bytes(4, "little") + b"s."
-    assert walk_tensors(scan_pickle(bytes(body)).root, max_nodes=1000) == []
+    body += b"j" + levels.to_bytes(4, "little") + b"s."
+    return bytes(body)
+
+
+def test_memo_dag_without_tensors_is_refused_too(tmp_path):
+    # the 680-byte checkpoint of issue 12: nothing to name, but no torch.save shares like this
+    p = torch_zip(tmp_path / "dag.pt", _none_dag(40))
+    _refused(p, "reached more than")
+    assert walk_tensors(scan_pickle(_none_dag(8)).root, max_nodes=1000) == []  # 256 ways: fine
 
 
 def test_shared_tensors_keep_every_name_within_the_budget():
     root = scan_pickle(tensor_pickle(3)).root
     names = [n for n, _ in walk_tensors(root, max_nodes=1000)]
     assert len(names) == 8 and names[0] == "model.0.0.0" and names[-1] == "model.1.1.1"
-    with pytest.raises(WalkLimit):
+    with pytest.raises(WalkLimit, match="reached more than 1000 ways"):
         walk_tensors(scan_pickle(tensor_pickle(12)).root, max_nodes=1000)
+
+
+def test_walking_shared_containers_again_is_budgeted_too():
+    st = Storage("0", "float32", "cpu", 4)
+    shared = {f"w{k}": TensorRef(st, 0, (4,), (1,), "float32") for k in range(10)}
+    root = {"copies": [shared] * 500}  # reached 500 ways (under 1000), 500 x 11 items walked again
+    with pytest.raises(WalkLimit, match="walked again"):
+        walk_tensors(root, max_nodes=1000)
+    assert len(walk_tensors({"a": shared, "b": shared}, max_nodes=1000)) == 20  # a dict saved twice
 
 
 def test_dict_keys_and_globals_built_from_the_dag_are_not_hashed_or_printed():

@@ -1,9 +1,10 @@
 """The tensor table of a replayed pickle: every TensorRef in the structure that
 pickle_scan built, with its dotted name. The memo lets a tiny pickle share one
 container many times (x1 = (x0, x0), forty levels, is 2**40 paths to the bottom), so
-the walk is iterative, skips containers that hold no tensor after one visit each,
-and charges every further walk through a shared container to a budget the caller
-declares (rules/env.py, max_pickle_nodes)."""
+the walk is iterative, counts the ways each container is reached before naming
+anything, skips containers that hold no tensor, and charges every further walk
+through a shared container to a budget; both limits are the caller's (rules/env.py,
+max_pickle_nodes)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def walk_tensors(root: Any, max_nodes: int, max_depth: int = 64) -> list[tuple[s
 
 
 def _walk(root: Any, max_nodes: int, max_depth: int) -> list[tuple[str, TensorRef]]:
-    bearing = _bearing(root)
+    bearing, order = _bearing(root)
+    _count_ways(root, order, max_nodes)
     walked: set[int] = set()
     budget = max_nodes
     out: list[tuple[str, TensorRef]] = []
@@ -55,10 +57,29 @@ def _walk(root: Any, max_nodes: int, max_depth: int) -> list[tuple[str, TensorRe
     return out
 
 
-def _bearing(root: Any) -> set[int]:
-    """ids of the containers that hold a TensorRef at any depth, each container visited
-    once (by identity; the memo keeps every one alive, so ids are stable)."""
+def _count_ways(root: Any, order: list[Any], max_nodes: int) -> None:
+    """How many ways the structure reaches each container, summed over its parents in
+    topological order (the reverse of `order`, a post-order): more than `max_nodes` ways
+    to one container raises WalkLimit, tensors or not. torch.save shares a container
+    once or twice at most (a dict saved under two keys); x1 = (x0, x0) forty levels deep
+    reaches x0 2**40 ways, whatever it holds."""
+    ways = {id(root): 1}
+    for node in reversed(order):
+        n = ways.get(id(node), 0)
+        for v in node.values() if isinstance(node, dict) else node:
+            if n and isinstance(v, (dict, list, tuple)):
+                w = ways[id(v)] = ways.get(id(v), 0) + n
+                if w > max_nodes:
+                    raise WalkLimit(f"one object is reached more than {max_nodes} ways through shared "
+                                    "parts of the pickle's structure")
+
+
+def _bearing(root: Any) -> tuple[set[int], list[Any]]:
+    """ids of the containers that hold a TensorRef at any depth, and every container in
+    post-order; each container visited once (by identity; the memo keeps every one
+    alive, so ids are stable)."""
     bearing: set[int] = set()
+    order: list[Any] = []
     entered: set[int] = set()
     stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
@@ -67,13 +88,14 @@ def _bearing(root: Any) -> set[int]:
             continue
         values = node.values() if isinstance(node, dict) else node
         if leaving:
+            order.append(node)
             if any(isinstance(v, TensorRef) or id(v) in bearing for v in values):
                 bearing.add(id(node))
         elif id(node) not in entered:
             entered.add(id(node))
             stack.append((node, True))
             stack.extend((v, False) for v in values)
-    return bearing
+    return bearing, order
 
 
 def _dotted(link: Any) -> str:

@@ -255,10 +255,12 @@ CKPT_UNREADABLE = rule(
         "max_inflated_bytes": Threshold(1 << 30, "bytes", "Declared size of all deflated entries of one "
                                         "file together: torch deflates nothing, so this only bounds a "
                                         "re-zipped or hostile file to seconds of work."),
-        "max_pickle_nodes": Threshold(1_000_000, "objects", "Objects in data.pkl walked a second time "
-                                      "because the pickle shares them (one dict saved under two keys): a "
-                                      "real checkpoint re-walks few or none; a memo DAG naming one tensor "
-                                      "2**40 ways re-walks until this cap, a few seconds."),
+        "max_pickle_nodes": Threshold(1_000_000, "objects", "Ways one object of data.pkl is reached, "
+                                      "and objects walked a second time, through parts the pickle shares: "
+                                      "torch.save shares a container once or twice at most (one dict "
+                                      "saved under two keys); a memo DAG (x1 = (x0, x0), forty levels) "
+                                      "reaches x0 2**40 ways and is refused at this count, in under a "
+                                      "second."),
     },
     fires=Example({"kind": "checkpoint", "files": [{"integrity": "unreadable"}]}),
     passes=Example({"kind": "checkpoint", "files": [{}]}),
