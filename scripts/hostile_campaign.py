@@ -37,7 +37,7 @@ def main() -> int:
           f"over CPU time: {figs['slow']}, stderr over one line: {figs['stderr_over_one_line']}, "
           f"logs lost by the folder-wide doctor: {figs['lost_by_doctor']}")
     print(f"runs without a problem: worst CPU {figs['worst_cpu_s_clean']} s, "
-          f"worst peak RSS {figs['worst_rss_mb_clean']} MB")
+          f"worst peak RSS {figs['worst_rss_mb_clean']} MB ({figs['worst_rss_run_clean']})")
     print(f"worst CPU time: {figs['worst_cpu_s']} s ({figs['worst_cpu_run']})")
     print(f"worst wall time: {figs['worst_time_s']} s ({figs['worst_time_run']})")
     print(f"worst peak RSS: {figs['worst_rss_mb']} MB ({figs['worst_rss_run']})")
