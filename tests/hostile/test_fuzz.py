@@ -230,3 +230,43 @@ def test_tokenizer_models_on_bytes(tmp_path, capsys, tokenizer_json, data, name)
     tr = tmp_path.parent / f"{tmp_path.name}-t.txt"
     tr.write_text("the cat sat\n")
     judge(tmp_path, "tokenizer", str(put(tmp_path, name, data)), str(tr), capsys=capsys)
+
+
+sql_values = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                       st.integers(min_value=-(2**63), max_value=2**63 - 1), st.text(max_size=6),
+                       st.binary(max_size=6), st.none())
+
+
+@FUZZ
+@given(runs=st.lists(st.tuples(st.sampled_from(["r1", "r2", ""]), sql_values, sql_values, sql_values), max_size=3),
+       points=st.lists(st.tuples(sql_values, sql_values, sql_values, sql_values, st.sampled_from(["r1", "r2"])),
+                       max_size=30))
+def test_mlflow_database_of_wrong_types(tmp_path, capsys, runs, points):
+    """MLflow's tables and columns, holding any SQLite value where a number or a name goes."""
+    import sqlite3
+
+    p = tmp_path / "mlflow.db"
+    p.unlink(missing_ok=True)
+    con = sqlite3.connect(p)
+    with con:
+        con.execute("CREATE TABLE runs (run_uuid, name, status, lifecycle_stage, start_time)")
+        con.execute("CREATE TABLE metrics (key, value, step, is_nan, run_uuid, timestamp)")
+        con.executemany("INSERT INTO runs VALUES (?, ?, ?, 'active', ?)", runs)
+        con.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, 0)", points)
+    con.close()
+    judge(tmp_path, "epoch", str(p), capsys=capsys)
+
+
+@FUZZ
+@given(events=st.lists(st.fixed_dictionaries({"type": st.sampled_from(["training_stats_scalar", "log", "x"]),
+                                              "iter": numbers, "metric": st.sampled_from(["loss", "Summary", ""]),
+                                              "variant": st.sampled_from(["train", "eval", ""]), "value": numbers}),
+                       max_size=30), batch=st.integers(1, 8))
+def test_clearml_events_of_wrong_values(tmp_path, capsys, events, batch):
+    """ClearML's metrics.jsonl: JSON arrays of scalar events, any value in iter and value."""
+    lines = "".join(_dumps(events[i:i + batch]) + "\n" for i in range(0, len(events), batch))
+    d = tmp_path / "session"
+    d.mkdir(exist_ok=True)
+    (d / "metrics.jsonl").write_text(lines)
+    (d / "task.json").write_text('{"name": "t"}')
+    judge(tmp_path, "epoch", str(d), capsys=capsys)
