@@ -25,6 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> ReportSet:
     from trainproof.probes.audio import soundfile_module
+    from trainproof.probes.native_stderr import native_stderr_silenced
     from trainproof.probes.speech_dataset import measure_dataset
     from trainproof.probes.speech_manifest import read_listing
 
@@ -38,7 +39,9 @@ def run(args: argparse.Namespace) -> ReportSet:
         listing = read_listing(Path(args.path), int(rules.MALFORMED.t("max_line_bytes")))
     except InputError as exc:
         return ReportSet(NAME, (rules.invalid_input(args.path, str(exc)),))
-    ds = measure_dataset(listing, rules.levels(), args.workers, _progress if sys.stderr.isatty() else None)
+    progress = _progress if sys.stderr.isatty() else None
+    with native_stderr_silenced():  # libsndfile's decoders write notes to descriptor 2
+        ds = measure_dataset(listing, rules.levels(), args.workers, progress)
     return ReportSet(NAME, (engine.report(rules.G, ds, subject=ds.path, format=ds.format, records=len(ds.entries),
                                           kind="dataset", notes=tuple(ds.notes)),))
 

@@ -165,6 +165,8 @@ def decode_line(line: bytes) -> Any:
             return _ANY.decode(line)
         except msgspec.DecodeError as exc:
             raise ValueError(str(exc)) from None
+        except RecursionError:  # `[[[[...` thousands deep: one bad line, not an internal error
+            raise ValueError("JSON nested too deeply to decode") from None
     return loads(line)
 
 
@@ -208,8 +210,8 @@ class _BlockDecoder:
         if self.typed is not None:
             try:
                 recs = self.typed.decode(buf)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                return None
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                return None  # line by line then names the bad line
             if len(recs) != n:
                 return None
             return list(map(operator.attrgetter(self.field), recs)) if self.field else recs
