@@ -139,6 +139,10 @@ def document(rs: ReportSet) -> dict[str, Any]:
     }
     if uris.bases():
         run["originalUriBaseIds"] = uris.bases()
+    if rs.config:  # what the results were judged against (thresholds, selection, per-path ignores)
+        run["properties"] = {"trainproofConfig": dict(rs.config),
+                             "ignored": [{"file": r.subject, "id": rid, "why": why}
+                                         for r in rs.reports for rid, why in r.ignored]}
     return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
 
 
