@@ -46,7 +46,7 @@ class PathIgnore:
     root: str  # the directory the pattern is relative to (the config file's)
 
 
-@dataclass(frozen=True, eq=False)  # compared and hashed by identity: a config is resolved once
+@dataclass(frozen=True)
 class Config:
     """The effective configuration. `origin` says where each key's value came from:
     "default", a file path, or "command line"."""

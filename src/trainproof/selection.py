@@ -42,15 +42,21 @@ def _layer(enabled: set[str], universe: Iterable[str], select: Sequence[str] | N
     return enabled
 
 
-@lru_cache(maxsize=32)
 def enabled_rules(cfg: Config) -> frozenset[str]:
     """The rule IDs `cfg` selects, among every rule in the catalogue."""
+    return _enabled(cfg.select, cfg.extend_select, cfg.ignore,
+                    cfg.cli_select, cfg.cli_extend_select, cfg.cli_ignore)
+
+
+@lru_cache(maxsize=64)  # keyed by the selectors themselves (tuples), never by a Config's identity
+def _enabled(select: tuple[str, ...], extend: tuple[str, ...], ignore: tuple[str, ...],
+             cli_select: tuple[str, ...] | None, cli_extend: tuple[str, ...],
+             cli_ignore: tuple[str, ...]) -> frozenset[str]:
     from trainproof.rules import catalogue
 
     universe = sorted(catalogue())
-    on = _layer(set(), universe, cfg.select, cfg.extend_select, cfg.ignore)
-    on = _layer(on, universe, cfg.cli_select, cfg.cli_extend_select, cfg.cli_ignore)
-    return frozenset(on)
+    on = _layer(set(), universe, select, extend, ignore)
+    return frozenset(_layer(on, universe, cli_select, cli_extend, cli_ignore))
 
 
 @lru_cache(maxsize=256)
