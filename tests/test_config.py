@@ -196,6 +196,11 @@ def test_command_line_select_replaces_and_ignore_adds(project, run_cli):
     code, doc, _ = _json(run_cli, "epoch", "runs/nan.json", "--extend-select", "TP-NAN-GRAD-SKIPPED")
     assert [i["id"] for i in doc["reports"][0]["ignored"]] == ["TP-NAN-GRAD"]
     assert doc["reports"][0]["ignored"][0]["why"] == "not selected (command line)"
+    assert doc["config"]["command_line"] == {"select": None, "extend_select": ["TP-NAN-GRAD-SKIPPED"],
+                                             "ignore": []}
+    code, out, _ = run_cli("epoch", "runs/nan.json", "--ignore", "TP-ZERO-LOSS")
+    assert out.splitlines()[0] == ("judged with: ignore=TP-NAN-GRAD (pyproject.toml); "
+                                   "ignore=TP-ZERO-LOSS (command line)")
 
 
 # -- errors: exit 2, one line, naming what is valid --------------------------------------
@@ -282,3 +287,21 @@ def test_the_training_callbacks_judge_under_a_config():
     assert _guardian(None).judge().verdict is Verdict.WARN
     rep = _guardian(as_config({"severity": {"TP-OVERFIT": "fail"}})).judge()
     assert rep.verdict is Verdict.FAIL and "TP-OVERFIT" in {f.rule_id for f in rep.findings}
+
+
+@pytest.mark.parametrize("module", ["trainproof.integrations.hf", "trainproof.integrations.lightning"])
+def test_callbacks_take_a_config_and_refuse_a_bad_one_before_training(module, tmp_path):
+    pytest.importorskip("transformers" if module.endswith("hf") else "lightning")
+    import importlib
+
+    from trainproof.model import InputError
+
+    cls = importlib.import_module(module).TrainproofCallback
+    cb = cls(config={"thresholds": {"TP-DIVERGE": {"ratio": 2.0}}})
+    assert cb.config.thresholds == {"TP-DIVERGE": {"ratio": 2.0}}
+    assert cb._guardian.config is cb.config
+    path = tmp_path / "trainproof.toml"
+    path.write_text('severity = { "TP-OVERFIT" = "fail" }\n', encoding="utf-8")
+    assert cls(config=path).config.severity == {"TP-OVERFIT": "FAIL"}
+    with pytest.raises(InputError, match="needs a reason"):
+        cls(config={"per-path-ignores": {"runs/**": {"rules": ["TP-NAN"]}}})

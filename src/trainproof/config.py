@@ -77,9 +77,9 @@ class Config:
         """What a report was judged against (JSON `config`, SARIF properties, text line)."""
         return {
             "source": self.source, "isolated": self.isolated,
-            "select": list(self.cli_select if self.cli_select is not None else self.select),
-            "extend_select": [*self.extend_select, *self.cli_extend_select],
-            "ignore": [*self.ignore, *self.cli_ignore],
+            "select": list(self.select), "extend_select": list(self.extend_select), "ignore": list(self.ignore),
+            "command_line": {"select": None if self.cli_select is None else list(self.cli_select),
+                             "extend_select": list(self.cli_extend_select), "ignore": list(self.cli_ignore)},
             "severity": dict(self.severity),
             "thresholds": {k: dict(v) for k, v in self.thresholds.items()},
             "per_path_ignores": [{"pattern": p.pattern, "rules": list(p.rules), "reason": p.reason}
@@ -350,19 +350,22 @@ def resolve(args: argparse.Namespace) -> Config:
     return dataclasses.replace(cfg, cli_select=sel, cli_extend_select=ext, cli_ignore=ign, origin=origin)
 
 
+def _selection(d: Mapping[str, Any], base: list[str] | None) -> list[str]:
+    out = [] if d.get("select") in (None, base) else ["select=" + ",".join(d["select"])]
+    return out + [f"{k.replace('_', '-')}=" + ",".join(d[k]) for k in ("extend_select", "ignore") if d.get(k)]
+
+
 def judged_with(summary: Mapping[str, Any]) -> str | None:
     """The one text line that says what a report was judged against, when that is not
-    the defaults: `judged with: TP-DIVERGE.ratio=2.0, ignore=TP-GRAD (pyproject.toml)`."""
+    the defaults, each value with where it came from:
+    `judged with: TP-DIVERGE.ratio=2.0, ignore=TP-GRAD (pyproject.toml); ignore=TP-NAN (command line)`."""
     if not summary:
         return None
     parts = [f"{rid}.{k}={v}" for rid, t in summary.get("thresholds", {}).items() for k, v in t.items()]
     parts += [f"{rid}={lv.lower()}" for rid, lv in summary.get("severity", {}).items()]
-    if list(summary.get("select", ["TP"])) != ["TP"]:
-        parts.append("select=" + ",".join(summary["select"]))
-    for key in ("extend_select", "ignore"):
-        if summary.get(key):
-            parts.append(f"{key.replace('_', '-')}=" + ",".join(summary[key]))
+    parts += _selection(summary, ["TP"])
     parts += [f"per-path-ignores {p['pattern']}: {','.join(p['rules'])}" for p in summary.get("per_path_ignores", ())]
-    if not parts:
-        return None
-    return f"judged with: {', '.join(parts)} ({summary.get('source') or COMMAND_LINE})"
+    cli = _selection(summary.get("command_line") or {}, None)
+    said = ([f"{', '.join(parts)} ({summary.get('source') or 'config argument'})"] if parts else []) + \
+        ([f"{', '.join(cli)} ({COMMAND_LINE})"] if cli else [])
+    return f"judged with: {'; '.join(said)}" if said else None

@@ -82,7 +82,7 @@ def render(rs: ReportSet) -> str:
     if rs.error is not None:
         return ""
     said = judged_with(rs.config)
-    lines: list[str] = _wrap("", said, 4) if said else []
+    lines: list[str] = [said] if said else []  # one line, never wrapped: scripts grep it
     for r in rs.triaged():
         lines += render_report(r)
     ranking = rs.tables.get("ranking")
