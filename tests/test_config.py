@@ -305,3 +305,22 @@ def test_callbacks_take_a_config_and_refuse_a_bad_one_before_training(module, tm
     assert cls(config=path).config.severity == {"TP-OVERFIT": "FAIL"}
     with pytest.raises(InputError, match="needs a reason"):
         cls(config={"per-path-ignores": {"runs/**": {"rules": ["TP-NAN"]}}})
+
+
+@pytest.mark.parametrize("pattern,file,hit", [
+    ("runs/legacy/**", "runs/legacy/a/b/trainer_state.json", True),
+    ("runs/legacy/", "runs/legacy/a/trainer_state.json", True),
+    ("runs/*/trainer_state.json", "runs/a/trainer_state.json", True),
+    ("runs/*/trainer_state.json", "runs/a/b/trainer_state.json", False),
+    ("runs/**/metrics.csv", "runs/metrics.csv", True),
+    ("metrics.csv", "deep/down/metrics.csv", True),
+    ("runs/legacy/**", "runs/legacy2/trainer_state.json", False),
+    ("runs/legacy/**", "other/runs/legacy/x.json", False),
+])
+def test_per_path_globs(tmp_path, monkeypatch, pattern, file, hit):
+    from trainproof.config import PathIgnore
+    from trainproof.selection import path_matches
+
+    monkeypatch.chdir(tmp_path)
+    assert path_matches(PathIgnore(pattern, ("TP-NAN",), "why", str(tmp_path)), file) is hit
+    assert path_matches(PathIgnore(pattern, ("TP-NAN",), "why", str(tmp_path)), str(tmp_path / file)) is hit

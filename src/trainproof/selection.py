@@ -89,8 +89,8 @@ def path_matches(p: PathIgnore, file: str) -> bool:
     if "/" not in p.pattern:
         return bool(_glob(p.pattern).match(where.rsplit("/", 1)[-1]))
     full = os.path.normpath(os.path.join(p.root, p.pattern)).replace(os.sep, "/")
-    if p.pattern.endswith("/**") or p.pattern.endswith("/"):
-        full = full.rstrip("/") + "/**"
+    if p.pattern.endswith("/"):  # a directory: everything under it (normpath dropped the slash)
+        full += "/**"
     return bool(_glob(full).match(where))
 
 
