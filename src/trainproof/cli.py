@@ -52,6 +52,9 @@ def _add_shared(p: argparse.ArgumentParser, cmd: Command) -> None:
                      help="also print GitHub Actions workflow annotations (not beside a machine "
                      "format on standard output)")
     out.add_argument("--junit", metavar="PATH", help="also write a JUnit XML report")
+    from trainproof.config import add_arguments as add_config_arguments
+
+    add_config_arguments(p)
     if cmd.log_input:
         from trainproof.parsers import FORMATS
 
@@ -132,7 +135,7 @@ def _run(cmd: Command, args: argparse.Namespace) -> int:
         say(f"trainproof: error: {exc}")
         return _CANNOT_JUDGE
     try:
-        result = cmd.run(args)
+        result = _judged(cmd, args)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (watch turns both into its final verdict)
         say(f"trainproof: {interrupt_word(exc)}")
         return _CANNOT_JUDGE
@@ -152,6 +155,21 @@ def _run(cmd: Command, args: argparse.Namespace) -> int:
     except KeyboardInterrupt as exc:
         say(f"trainproof: {interrupt_word(exc)} while writing the reports")
         return _CANNOT_JUDGE
+
+
+def _judged(cmd: Command, args: argparse.Namespace) -> ReportSet | str:
+    """Run the command under its configuration (config.resolve); the report set says
+    what it was judged against. Documentation commands (JUDGES = False) read none."""
+    if not getattr(cmd.module, "JUDGES", True):
+        return cmd.run(args)
+    from dataclasses import replace
+
+    from trainproof.config import active, resolve
+
+    cfg = resolve(args)
+    with active(cfg):
+        result = cmd.run(args)
+    return result if isinstance(result, str) else replace(result, config=cfg.summary())
 
 
 def _emit(rs: ReportSet, args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from trainproof.rules import checks
 from trainproof.rules.base import Statement, statement_for, statements
 from trainproof.rules.compare import BAD_BASELINE, Pair, comparable
 from trainproof.rules.status import CMP_UNCOMPARABLE
+from trainproof.selection import screen
 
 # A PASS statement next to any of these would contradict the report's verdict.
 _BLOCKS_PASS = (Level.FAIL, Level.WARN, Level.NOT_CHECKED)
@@ -28,12 +29,14 @@ class Outcome:
     ran: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     curves_ran: list[str] = field(default_factory=list)  # the loss-curve checks among `ran`
+    ignored: list[tuple[str, str]] = field(default_factory=list)  # (rule ID, why) dropped by the config
 
 
 def apply(group: str, subject: Any, only: Iterable[str] | None = None) -> Outcome:
     """Run every check of `group` on `subject` (those in `only`, when given; the others
     are not part of this subject and are not listed). A check that raises is recorded
-    as skipped (checker failed) rather than taking the whole report down."""
+    as skipped (checker failed) rather than taking the whole report down. Findings pass
+    through the active configuration (selection.screen) here, before any statement."""
     wanted = set(only) if only is not None else None
     out = Outcome()
     for c in checks(group):
@@ -51,7 +54,9 @@ def apply(group: str, subject: Any, only: Iterable[str] | None = None) -> Outcom
             out.ran.append(c.name)
             if c.loss_curve:
                 out.curves_ran.append(c.name)
-            out.findings.extend(result)
+            kept, ignored = screen(result)
+            out.findings.extend(kept)
+            out.ignored.extend(ignored)
     return out
 
 
@@ -103,7 +108,7 @@ def report(scope: str, judged: Any, /, **base: Any) -> Report:
     """`judge`, as a Report with the given subject/format/kind/notes fields."""
     out = judge(scope, judged)
     return Report(findings=tuple(out.findings), ran=tuple(sorted(out.ran)),
-                  skipped=dict(sorted(out.skipped.items())), **base)
+                  skipped=dict(sorted(out.skipped.items())), ignored=tuple(out.ignored), **base)
 
 
 def amend(rep: Report, scope: str, extra: Outcome, prefix: str = "") -> Report:
@@ -122,7 +127,8 @@ def amend(rep: Report, scope: str, extra: Outcome, prefix: str = "") -> Report:
                   if k not in ("ran", "skipped", "detail") and not k.startswith("limit_")}
         said = state(st, kept, ran, skipped, counted, values, old[0].location)
         kept += [said] if said is not None else []
-    return replace(rep, findings=tuple(kept), ran=tuple(ran), skipped=skipped)
+    return replace(rep, findings=tuple(kept), ran=tuple(ran), skipped=skipped,
+                   ignored=(*rep.ignored, *extra.ignored))
 
 
 def judge_run(run: Run, required: bool = True) -> Report:
@@ -146,8 +152,10 @@ def pair_outcome(pair: Pair, baseline_report: Report | Sequence[Report] | None =
         if rep.verdict.value not in ("FAIL", "WARN"):
             continue
         ids = sorted({f.rule_id for f in rep.findings if f.level in (Level.FAIL, Level.WARN)})
-        out.findings.append(BAD_BASELINE.finding(Location(rep.subject), path=rep.subject,
-                                                 verdict=rep.verdict.value, ids=", ".join(ids)))
+        kept, ignored = screen([BAD_BASELINE.finding(Location(rep.subject), path=rep.subject,
+                                                     verdict=rep.verdict.value, ids=", ".join(ids))])
+        out.findings.extend(kept)
+        out.ignored.extend(ignored)
     return out
 
 
@@ -161,7 +169,7 @@ def judge_pair(pair: Pair, baseline_report: Report | Sequence[Report] | None = N
     said = state(st, out.findings, out.ran, out.skipped, bool(out.ran), st.values(pair), st.where(pair))
     findings = out.findings + ([said] if said is not None else [])
     return Report(findings=tuple(findings), ran=tuple(out.ran), skipped=out.skipped,
-                  curves=pair_curves(pair, findings), **base)
+                  curves=pair_curves(pair, findings), ignored=tuple(out.ignored), **base)
 
 
 def pair_curves(pair: Pair, findings: Sequence[Finding]) -> dict[str, tuple[tuple[float, ...], tuple[float, ...]]]:

@@ -149,6 +149,7 @@ class Report:
     required: bool = True  # False for what doctor discovered on its own
     kind: str = "run"
     curves: Mapping[str, tuple[tuple[float, ...], tuple[float, ...]]] = field(default_factory=dict)
+    ignored: tuple[tuple[str, str], ...] = ()  # (rule ID, why) of findings the configuration dropped
 
     @property
     def verdict(self) -> Verdict:
@@ -169,6 +170,7 @@ class ReportSet:
     error: str | None = None
     tables: Mapping[str, object] = field(default_factory=dict)
     streamed: bool = False  # progress already went out as JSON lines (watch): end with one more line
+    config: Mapping[str, object] = field(default_factory=dict)  # what it was judged against (config.summary)
 
     @property
     def worst_verdict(self) -> Verdict | None:

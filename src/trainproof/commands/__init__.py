@@ -34,6 +34,7 @@ _SPECS: tuple[tuple[str, str, tuple[str, ...], bool, str], ...] = (
      "check a speech dataset: audio integrity, durations, clipping, silence, duplicates, transcripts"),
     ("env", "env", (), False, "can this machine start the run: import, checkpoints, RAM, disk, GPU"),
     ("rules_cmd", "rules", ("rule",), False, "print the documentation of every rule, or of one rule ID"),
+    ("config_cmd", "config", (), False, "print the effective configuration and where each value came from"),
 )
 
 

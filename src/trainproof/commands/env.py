@@ -76,6 +76,7 @@ def _import_report(args: argparse.Namespace) -> Report:
     res = probe_import(args.module, args.cwd, args.python, args.import_timeout)
     out = engine.judge("env:import", res)
     return Report(subject=res.file or args.module, format="python-import", findings=tuple(out.findings),
+                  ignored=tuple(out.ignored),
                   ran=tuple(out.ran), skipped=out.skipped, kind="import",
                   notes=(f"interpreter: {res.python}", f"cwd: {os.path.abspath(res.cwd)}"))
 
@@ -97,7 +98,8 @@ def _checkpoint_report(s: CheckpointSubject) -> Report:
             flagged = set(_unsafe(f.globals))
             shown = ", ".join(g + (" (NOT ALLOWED)" if g in flagged else "") for g in f.globals)
             notes.append(f"pickle globals in {f.path}: {shown}")
-    return Report(subject=s.scan.path, format=s.scan.layout, findings=tuple(out.findings), ran=tuple(out.ran),
+    return Report(subject=s.scan.path, format=s.scan.layout, findings=tuple(out.findings),
+                  ignored=tuple(out.ignored), ran=tuple(out.ran),
                   skipped=out.skipped, records=len(s.scan.tensors), notes=tuple(notes), kind="checkpoint")
 
 
@@ -110,7 +112,8 @@ def _machine_report(args: argparse.Namespace, scans: list[CheckpointScan]) -> Re
     where = args.output_dir or args.cwd
     m = MachineSubject(measure_memory(), measure_disk(where), args.required_gb, size_gb, args.keep, size_from)
     out = engine.judge("env:machine", m)
-    return Report(subject="machine", format="system", findings=tuple(out.findings), ran=tuple(out.ran),
+    return Report(subject="machine", format="system", findings=tuple(out.findings),
+                  ignored=tuple(out.ignored), ran=tuple(out.ran),
                   skipped=out.skipped, kind="machine")
 
 
@@ -118,5 +121,6 @@ def _gpu_report(args: argparse.Namespace) -> Report:
     s = GpuSubject(measure_gpus(), args.bf16, args.gpu_gb)
     out = engine.judge("env:gpu", s)
     needed = bool(args.bf16 or args.gpu_gb is not None)
-    return Report(subject="gpu", format="nvml", findings=tuple(out.findings), ran=tuple(out.ran),
+    return Report(subject="gpu", format="nvml", findings=tuple(out.findings),
+                  ignored=tuple(out.ignored), ran=tuple(out.ran),
                   skipped=out.skipped, kind="gpu", required=needed)

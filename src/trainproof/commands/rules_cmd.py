@@ -12,6 +12,7 @@ from trainproof.ruledocs import load
 NAME = "rules"
 ALIASES = ("rule",)
 HELP = "print the documentation of every rule, or of one rule ID"
+JUDGES = False  # documentation: reads no configuration (and stays light)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

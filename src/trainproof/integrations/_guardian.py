@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from trainproof.config import Config, active
 from trainproof.engine import judge_run
 from trainproof.model import Finding, Level, Report, ReportSet, Verdict
 from trainproof.parsers import build_run
@@ -69,10 +70,12 @@ def numeric(logs: Mapping[str, object]) -> dict[str, float]:
 class Guardian:
     """One training run under watch. Callbacks feed it log events; it says when to stop."""
 
-    def __init__(self, policy: str, subject: str, fmt: str, scheduled: int | None = None) -> None:
+    def __init__(self, policy: str, subject: str, fmt: str, scheduled: int | None = None,
+                 config: Config | None = None) -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
         self.policy, self.subject, self.fmt, self.scheduled = policy, subject, fmt, scheduled
+        self.config = config  # judged under it: thresholds, selection, severity (trainproof.config)
         self.metrics = Metrics()
         self.report: Report | None = None
         self.stopped_at: float | None = None
@@ -96,7 +99,8 @@ class Guardian:
     def judge(self, with_telemetry: bool = False) -> Report:
         exclude = () if with_telemetry else TELEMETRY
         raw = RawLog(self.metrics.columns(exclude), self.metrics.records, meta=dict(self.meta), step_column="step")
-        report = judge_run(build_run(self.subject, self.fmt, raw, {}))
+        with active(self.config):
+            report = judge_run(build_run(self.subject, self.fmt, raw, {}))
         if self._stop is not None:
             report = replace(report, findings=(*report.findings, self._stop))
         self.report = report
@@ -143,6 +147,8 @@ class Guardian:
         from trainproof.render import jsonout
 
         rs = ReportSet("callback", (self.report,)) if self.report else ReportSet("callback", error="nothing logged")
+        if self.config is not None:
+            rs = replace(rs, config=self.config.summary())
         Path(path).write_text(jsonout.render(rs), encoding="utf-8")
 
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from trainproof.config import Config, as_config
 from trainproof.integrations._guardian import (
     GpuProbe,
     Guardian,
@@ -47,10 +48,14 @@ class TrainproofCallback(GuardianResults, TrainerCallback):
     """Judges the run on every log event. policy="warn" never interrupts; "stop_on_fail"
     sets control.should_training_stop on the first FAIL. After training, `verdict`,
     `findings`, `report`, `stopped_at` and `errors` hold the outcome; `report_path`
-    receives the JSON report (schema of `trainproof epoch --json`)."""
+    receives the JSON report (schema of `trainproof epoch --json`). `config`: a Config,
+    a trainproof.toml / pyproject.toml path, or a table of its keys (thresholds, select,
+    ignore, severity, per-path-ignores); None judges by the declared defaults."""
 
-    def __init__(self, policy: str = "warn", report_path: str | os.PathLike[str] | None = None) -> None:
-        self._guardian = Guardian(policy, "hf-trainer", "hf-callback")
+    def __init__(self, policy: str = "warn", report_path: str | os.PathLike[str] | None = None,
+                 config: Config | Mapping[str, Any] | str | os.PathLike[str] | None = None) -> None:
+        self.config = as_config(config)  # a bad config fails here, before training starts
+        self._guardian = Guardian(policy, "hf-trainer", "hf-callback", config=self.config)
         self.policy = policy
         self.report_path = report_path
         self._timer = StepTimer()
@@ -59,7 +64,7 @@ class TrainproofCallback(GuardianResults, TrainerCallback):
     @_guarded("on_train_begin")
     def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
         scheduled = int(state.max_steps or 0) or None
-        self._guardian = Guardian(self.policy, str(args.output_dir), "hf-callback", scheduled)
+        self._guardian = Guardian(self.policy, str(args.output_dir), "hf-callback", scheduled, self.config)
         config = getattr(kw.get("model"), "config", None)
         if hasattr(config, "to_dict"):  # the model's vocabulary: what a confidently wrong start is judged by
             vocab, _ = vocabulary_from_config(config.to_dict(), f"{type(kw['model']).__name__}.config")

@@ -25,6 +25,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from trainproof.config import Config, as_config
 from trainproof.integrations._guardian import (
     GpuProbe,
     Guardian,
@@ -62,11 +63,14 @@ def _guarded(where: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 class TrainproofCallback(GuardianResults, Callback):
     """policy="warn" never interrupts; "stop_on_fail" sets trainer.should_stop on the first
     FAIL (on every rank). After fit, `verdict`, `findings`, `report`, `stopped_at` and
-    `errors` hold the outcome; `report_path` receives the JSON report."""
+    `errors` hold the outcome; `report_path` receives the JSON report. `config`: as for
+    the HF callback (a Config, a config file path, or a table of its keys)."""
 
     def __init__(self, policy: str = "warn", report_path: str | os.PathLike[str] | None = None,
-                 every_n_steps: int | None = None, grad_norm: bool = True) -> None:
-        self._guardian = Guardian(policy, "lightning", "lightning-callback")
+                 every_n_steps: int | None = None, grad_norm: bool = True,
+                 config: Config | Mapping[str, Any] | str | os.PathLike[str] | None = None) -> None:
+        self.config = as_config(config)  # a bad config fails here, before training starts
+        self._guardian = Guardian(policy, "lightning", "lightning-callback", config=self.config)
         self.policy, self.report_path = policy, report_path
         self.every_n_steps, self.grad_norm = every_n_steps, grad_norm
         self._timer = StepTimer()
@@ -83,7 +87,7 @@ class TrainproofCallback(GuardianResults, Callback):
             est = getattr(trainer, "estimated_stepping_batches", None)
             scheduled = int(est) if isinstance(est, (int, float)) and 0 < est < float("inf") else None
         subject = str(getattr(trainer, "log_dir", None) or trainer.default_root_dir)
-        self._guardian = Guardian(self.policy, subject, "lightning-callback", scheduled)
+        self._guardian = Guardian(self.policy, subject, "lightning-callback", scheduled, self.config)
         self._last_step, self._loss_sum, self._loss_n = -1, 0.0, 0
         device = getattr(pl_module, "device", None)
         if getattr(device, "type", "") == "cuda":

@@ -38,6 +38,7 @@ def report_dict(r: Report) -> dict[str, Any]:
         "kind": r.kind, "records": r.records,
         "steps": None if r.span is None else [_safe(r.span[0]), _safe(r.span[1])],
         "notes": list(r.notes), "required": r.required,
+        "ignored": [{"id": rid, "why": why} for rid, why in r.ignored],
     }
 
 
@@ -49,6 +50,7 @@ def document(rs: ReportSet) -> dict[str, Any]:
         "reports": [] if rs.error else [report_dict(r) for r in rs.triaged()],
         "worst_verdict": None if worst is None else worst.value,
         "error": rs.error, "exit_code": int(rs.exit_code),
+        "config": dict(rs.config) if rs.config else None,
     }
     for k, v in rs.tables.items():
         doc[k] = v

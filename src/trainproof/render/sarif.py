@@ -19,6 +19,7 @@ from urllib.parse import quote_from_bytes
 
 from trainproof import __version__
 from trainproof.address import split_address
+from trainproof.config import judged_with
 from trainproof.model import Finding, Level, ReportSet
 from trainproof.rules import catalogue
 
@@ -139,6 +140,10 @@ def document(rs: ReportSet) -> dict[str, Any]:
     }
     if uris.bases():
         run["originalUriBaseIds"] = uris.bases()
+    if judged_with(rs.config):  # judged against a non-default configuration: say which
+        run["properties"] = {"trainproofConfig": dict(rs.config),
+                             "ignored": [{"file": r.subject, "id": rid, "why": why}
+                                         for r in rs.reports for rid, why in r.ignored]}
     return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
 
 

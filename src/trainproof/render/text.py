@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
+from trainproof.config import judged_with
 from trainproof.model import Level, Report, ReportSet, Verdict
 
 WIDTH = 72
@@ -49,6 +50,8 @@ def render_report(r: Report) -> list[str]:
         tag = f"[{f.level.value}] "
         lines += _wrap(f"{tag}{f.rule_id}: ", f.message, len(tag) + 4)
         lines += _wrap(" " * len(tag) + "Evidence: ", f.evidence, len(tag) + 4)
+    for rid, why in r.ignored:
+        lines += _wrap(f"ignored by config: {rid}: ", why, 6)
     for note in r.notes:
         lines += _wrap("note: ", note, 6)
     counts = {lv: sum(1 for f in r.findings if f.level is lv) for lv in Level}
@@ -78,7 +81,8 @@ def _ranking(rows: list[dict]) -> list[str]:
 def render(rs: ReportSet) -> str:
     if rs.error is not None:
         return ""
-    lines: list[str] = []
+    said = judged_with(rs.config)
+    lines: list[str] = [said] if said else []  # one line, never wrapped: scripts grep it
     for r in rs.triaged():
         lines += render_report(r)
     ranking = rs.tables.get("ranking")

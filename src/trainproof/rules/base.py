@@ -7,14 +7,33 @@ could be checked); the engine makes that statement, in one place, for every scop
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from trainproof.model import Finding, Level, Location, Skip
 
 DOCS_URL = "https://github.com/trainproof/trainproof/blob/main/RULES.md"
+
+
+# Threshold overrides of the judging in progress: rule ID -> name -> value. A context
+# variable, set for a block and restored after it, so that overrides never outlive the
+# judging they were given for (nor leak into another thread's or another caller's).
+_OVERRIDES: ContextVar[Mapping[str, Mapping[str, float]] | None] = ContextVar("trainproof_thresholds",
+                                                                             default=None)
+
+
+@contextlib.contextmanager
+def overridden_thresholds(values: Mapping[str, Mapping[str, float]]) -> Iterator[None]:
+    """Inside the block `Rule.t` answers `values` (validated by trainproof.config)."""
+    token = _OVERRIDES.set(values)
+    try:
+        yield
+    finally:
+        _OVERRIDES.reset(token)
 
 
 @dataclass(frozen=True)
@@ -49,12 +68,17 @@ class Rule:
     limits: str = ""  # what the finding does NOT mean
 
     def t(self, name: str) -> float:
+        """The threshold `name` as the judging in progress uses it: the declared value,
+        or a configuration's override of it (see `overridden_thresholds`)."""
+        over = (_OVERRIDES.get() or {}).get(self.id)
+        if over is not None and name in over:
+            return over[name]
         return self.thresholds[name].value
 
     def finding(self, location: Location, source: str | None = None, **values: Any) -> Finding:
         """Render a finding from measured values; the values, and the rule's thresholds as
         `limit_<name>`, travel as structured evidence as well as in the text."""
-        limits = {f"limit_{k}": t.value for k, t in self.thresholds.items()}
+        limits = {f"limit_{k}": self.t(k) for k in self.thresholds}
         shown = {k: _display(v) for k, v in values.items()}
         shown.update({k: _display(v) for k, v in limits.items()})
         return Finding(
