@@ -348,3 +348,16 @@ def test_a_report_replaces_a_report_or_an_empty_file(run_cli, tmp_path):
 def test_an_empty_report_path_is_refused(run_cli):
     code, out, err = run_cli("epoch", NONFINITE, "--sarif", "")
     assert code == 2 and out == "" and err.strip() == "trainproof: error: --sarif was given an empty PATH"
+
+
+def test_ctrl_c_while_the_command_is_being_imported_is_one_line(monkeypatch, capsys):
+    """An interrupt that lands before the command runs (its modules still importing) is
+    answered like one during the run: one line, exit 2, no traceback."""
+    from trainproof import cli
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "registry", interrupted)
+    assert cli.main(["epoch", "x.jsonl"]) == 2
+    assert capsys.readouterr().err.strip() == "trainproof: interrupted"

@@ -88,7 +88,11 @@ def _called(commands: Sequence[Command], argv: Sequence[str]) -> Command | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    code = _main(argv)
+    try:
+        code = _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C while the command's code is still being imported
+        say("trainproof: interrupted")
+        return _CANNOT_JUDGE
     with contextlib.suppress(OutputError):  # said already, where the output was written
         write_stdout("")  # what is still buffered (help, documentation), to a reader that may have gone
     return code

@@ -24,22 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # the size test then fails, as it should: the figures are not the campaign's).
 _ONLY = [w for w in os.environ.get("TP_HOSTILE_ONLY", "").split(",") if w]
 SPECS = [s for s in catalogue() if not _ONLY or any(w in s.name for w in _ONLY)]
-# Inputs whose hole is known and being closed on another branch: strict, so the day
-# the hole closes the mark has to go. {input name: reason naming the issue}.
-_CSV_WATCH = ("issue 12 (hostile-core: CSV): watch's incremental CSV reader lets csv.Error out on a stray "
-              "carriage return: internal error")
-KNOWN: dict[str, str] = {
-    "csv/random-bytes": _CSV_WATCH,
-    "keras/random-bytes": _CSV_WATCH,
-    "lightning-csv/random-bytes": _CSV_WATCH,
-    "lightning-csv/bitflips": _CSV_WATCH,
-    "csv/bigline-100MB": "issue 12 (hostile-core: CSV): a 100 MB CSV field is csv.Error 'field larger than field "
-                         "limit' (internal error) after buffering ~600 MB",
-    "jsonl/bitflips": "issue 12 (hostile-core: doctor loses candidates): a .jsonl whose first line is damaged is not "
-                      "sniffed as a log, so doctor on its folder neither judges nor lists it (doctor FILE judges it)",
-    "regression/torch-zip-name-invalid-utf8.pt": "issue 12 (hostile-core: checkpoints): a ZIP entry name that is not "
-                                                 "UTF-8 under the UTF-8 flag is UnicodeDecodeError: internal error",
-}
+# Inputs whose hole is known and still open: strict, so the day the hole closes the mark
+# has to go. {input name: reason naming the issue}. Empty: every class found is closed.
+KNOWN: dict[str, str] = {}
 
 
 def runner_env() -> dict[str, str]:

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable, Iterator
 from itertools import chain
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
 from trainproof.model import InputError
-from trainproof.parsers.base import Columns, RawLog, require_file
+from trainproof.parsers.base import Columns, RawLog, bounded_lines, require_file
 from trainproof.parsers.columns import looks_like_metric
 from trainproof.parsers.compressed import open_log
 from trainproof.parsers.numeric import to_float_array
@@ -40,19 +42,48 @@ def sniff(name: str, head: bytes) -> bool:
         return False
     text = head.decode("utf-8", "replace")
     first = text.splitlines()[0] if text else ""
-    header = next(csv.reader([first], dialect(text[:4096])), [])
+    header = next(rows([first], dialect(text[:4096]), [0]), [])
     return any(looks_like_metric(h) for h in header)
+
+
+MAX_LINE = 1 << 20  # a CSV log row is a few hundred bytes; a longer line is skipped, counted
+
+
+def rows(lines: Iterable[str], dia: type[csv.Dialect] | csv.Dialect, bad: list[int]) -> Iterator[list[str]]:
+    """Parsed rows of `lines`; a line the csv module rejects (a stray carriage return inside
+    a field, a field past the size limit) is skipped and counted in bad[0], never raised."""
+    reader = csv.reader(lines, dia)
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error:
+            bad[0] += 1
+            continue
+        yield row
+
+
+def _text_lines(fh: BinaryIO, bad: list[int]) -> Iterator[str]:
+    for line in bounded_lines(fh, MAX_LINE):
+        if line is None:
+            bad[0] += 1
+            continue
+        yield line.decode("utf-8", "replace")
 
 
 def read(path: Path) -> RawLog:
     require_file(path)
-    with io.TextIOWrapper(open_log(path), encoding="utf-8", errors="replace", newline="") as fh:
-        sample = fh.read(65536)
+    with open_log(path) as fh:
+        head = fh.read(65536)
+        head += fh.readline(MAX_LINE)  # the sample, finished to its line end
+        sample = head.decode("utf-8", "replace")
         if "\x00" in sample:
             raise InputError(f"{path}: binary data, not a CSV log")
-        # a decompressing stream cannot seek back: the sample (finished to its line end) goes first
-        lines = chain(io.StringIO(sample + fh.readline(), newline=""), fh)
-        reader = csv.reader(lines, dialect(sample))
+        bad = [0]
+        # a decompressing stream cannot seek back: the sample's lines go first
+        lines = chain(io.StringIO(sample, newline=""), _text_lines(fh, bad))
+        reader = rows(lines, dialect(sample), bad)
         header = next(reader, None)
         if not header:
             return RawLog({}, 0, notes=["empty file"])
@@ -68,6 +99,8 @@ def read(path: Path) -> RawLog:
     notes = renamed + cols.bad_notes()
     if ragged:
         notes.append(f"{ragged} row(s) with more cells than the header; extra cells ignored")
+    if bad[0]:
+        notes.append(f"{bad[0]} line(s) that are not CSV rows (over {MAX_LINE >> 20} MiB, or malformed) skipped")
     return RawLog(cols.arrays(), records, notes=notes, step_column=step_key)
 
 

@@ -66,6 +66,7 @@ class CsvDecoder:
         self.step_key: str | None = None
         self.records = self.ragged = 0
         self.renamed: list[str] = []
+        self.bad = [0]  # lines the csv module rejected, skipped (csvlog.rows)
         self._dialect: type[csv.Dialect] | csv.Dialect = csv.excel
 
     def feed(self, data: bytes) -> None:
@@ -74,10 +75,10 @@ class CsvDecoder:
             first, _, rest = text.partition("\n")
             self._dialect = csvlog.dialect(text[:65536])
             self.header, self.renamed = csvlog.unique_header(
-                [h.strip() for h in next(csv.reader([first.rstrip("\r")], self._dialect), [])])
+                [h.strip() for h in next(csvlog.rows([first.rstrip("\r")], self._dialect, self.bad), [])])
             self.step_key = find_step_key(set(self.header))
             text = rest
-        rows = [r for r in csv.reader(io.StringIO(text), self._dialect) if r]
+        rows = [r for r in csvlog.rows(io.StringIO(text, newline=""), self._dialect, self.bad) if r]
         if rows and self.header:
             self.ragged += csvlog.add_block(rows, self.header, self.step_key, self.records, self.cols)
             self.records += len(rows)
@@ -87,6 +88,8 @@ class CsvDecoder:
         notes = self.renamed + self.cols.bad_notes()
         if self.ragged:
             notes.append(f"{self.ragged} row(s) with more cells than the header; extra cells ignored")
+        if self.bad[0]:
+            notes.append(f"{self.bad[0]} malformed CSV line(s) skipped")
         return RawLog(arrays, self.records, notes=notes, step_column=self.step_key)
 
 

@@ -46,7 +46,7 @@ def sniff(name: str, head: bytes) -> bool:
         try:
             row = loads(line)
         except (ValueError, UnicodeDecodeError):
-            return False
+            continue  # one damaged line (a torn first write, flipped bits) does not hide a log
         return isinstance(row, dict) and any(looks_like_metric(k) for k in flatten(row))
     return False
 

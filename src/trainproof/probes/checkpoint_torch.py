@@ -43,6 +43,11 @@ def inspect_torch(path: Path, caps: ReadCaps) -> FileScan:
     except zipfile.BadZipFile as exc:
         return FileScan(str(path), "torch-zip", Integrity.TRUNCATED, size=size, detail=(
             f"the ZIP ends before its central directory ({exc}): the write stopped part-way"))
+    except (UnicodeDecodeError, ValueError, OverflowError) as exc:
+        # zipfile decodes entry names flagged UTF-8 strictly and trusts directory fields:
+        # a directory torch never writes is not a checkpoint we can read
+        return FileScan(str(path), "torch-zip", Integrity.UNREADABLE, size=size, detail=(
+            f"the ZIP directory cannot be read ({type(exc).__name__}: {exc})"))
     with zf:
         return _inspect_zip(path, size, zf, caps)
 
