@@ -14,6 +14,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,9 @@ class Job:
         assert step["shell"] == "bash"
         out = self.tmp / f"output-{len(self.outputs)}"
         out.write_text("")
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(self.tmp), "GITHUB_ACTIONS": "true",
+        # the test's Python stands for the one setup-python puts first on PATH
+        path = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+        env = {"PATH": path, "HOME": str(self.tmp), "GITHUB_ACTIONS": "true",
                "GITHUB_ACTION_PATH": str(ROOT), "GITHUB_WORKSPACE": str(self.workspace), "GITHUB_OUTPUT": str(out),
                "GITHUB_STEP_SUMMARY": str(self.summary), "RUNNER_TEMP": str(self.runner_temp)}
         env |= {k: self.text(str(v)) for k, v in step.get("env", {}).items()}
