@@ -1,5 +1,7 @@
-"""Shared paths. The real-run corpus lives in ../shared beside the checkout; tests that
-need it skip, saying so, when it is absent (a clone outside this workplace)."""
+"""Shared paths. Everything the tests need is in the repository, except the large
+corpus of real logs nobody here wrote (../shared/corpus beside the checkout, not ours
+to copy): the tests that read it skip, saying so, where it is absent (a clone outside
+this workplace)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ CORPUS = SHARED / "corpus"
 
 def need_shared(path: Path) -> Path:
     if not path.exists():
-        pytest.skip(f"{path} is absent: the shared corpus/tools live beside the checkout")
+        pytest.skip(f"{path} is absent: the large shared corpus of strangers' logs lives beside the "
+                    "checkout in ../shared, not in the repository")
     return path
 
 

@@ -186,10 +186,10 @@ def test_nan_hidden_by_the_logging_filter_is_caught_from_the_grad_norm(blocks, t
 
 
 def test_an_exception_inside_the_judge_does_not_stop_training(blocks, tmp_path, monkeypatch, capsys):
-    def broken_judge(run, required=True):
+    def broken_judge(columns, **kw):  # the API function the guardian judges with
         raise RuntimeError("injected failure")
 
-    monkeypatch.setattr(guardian, "judge_run", broken_judge)
+    monkeypatch.setattr(guardian, "judge_metrics", broken_judge)
     data, vocab = blocks
     torch.manual_seed(0)
     cb = TrainproofCallback(policy="stop_on_fail")

@@ -125,10 +125,10 @@ def test_a_nan_loss_stops_the_run_at_once(tmp_path, capsys):
 
 
 def test_an_exception_inside_the_judge_does_not_stop_training(tmp_path, monkeypatch, capsys):
-    def broken_judge(run, required=True):
+    def broken_judge(columns, **kw):  # the API function the guardian judges with
         raise RuntimeError("injected failure")
 
-    monkeypatch.setattr(guardian, "judge_run", broken_judge)
+    monkeypatch.setattr(guardian, "judge_metrics", broken_judge)
     torch.manual_seed(0)
     cb = TrainproofCallback(policy="stop_on_fail")
     trainer = fit(Regressor(lr=0.5), cb, tmp_path)

@@ -5,17 +5,45 @@ TP-START-ABOVE-CHANCE judges a run's first losses against."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from trainproof.address import split_address
-from trainproof.model import Run
+from trainproof.model import InputError, Run
 from trainproof.parsers import read_run
 from trainproof.probes.vocab import Vocabulary, find_vocabulary
 from trainproof.rules.vocab import START_ABOVE_CHANCE
 
 
-def load(path: str, args: argparse.Namespace) -> Run:
+@dataclass(frozen=True)
+class LogOptions:
+    """How the log commands read a log: the CLI's --format, --map and --vocab-size, by
+    the same names, so the helpers here take either this or the parsed arguments."""
+
+    format: str = "auto"
+    map: Mapping[str, str] = field(default_factory=dict)
+    vocab_size: int | None = None
+
+    @classmethod
+    def checked(cls, format: str = "auto", mapping: Mapping[str, str] | None = None,
+                vocab_size: int | None = None) -> LogOptions:
+        """The options, refused with InputError as the CLI refuses them (an unknown
+        format is refused where it is resolved, as for --format)."""
+        if vocab_size is not None and (isinstance(vocab_size, bool) or not isinstance(vocab_size, int)
+                                       or vocab_size < 2):
+            raise InputError(f"vocab_size: expected a whole number of classes >= 2, got {vocab_size!r}")
+        return cls(format, dict(mapping or {}), vocab_size)
+
+    @classmethod
+    def of(cls, args: Any) -> LogOptions:
+        """The options the CLI parsed."""
+        return cls.checked(getattr(args, "format", "auto"), getattr(args, "map", None) or {},
+                           getattr(args, "vocab_size", None))
+
+
+def load(path: str, args: argparse.Namespace | LogOptions) -> Run:
     """`path` may be a `PATH::RUN_ID` address naming one run of a multi-run store."""
     where, run = split_address(path)
     return read_run(Path(where), getattr(args, "format", "auto"), getattr(args, "map", {}) or {},
@@ -35,7 +63,7 @@ def add_vocab_argument(p: argparse.ArgumentParser) -> None:
                    "config.json or tokenizer.json beside the log or in its parent directory")
 
 
-def vocabulary(path: str | Path, args: argparse.Namespace) -> tuple[Vocabulary | None, list[str]]:
+def vocabulary(path: str | Path, args: argparse.Namespace | LogOptions) -> tuple[Vocabulary | None, list[str]]:
     """The vocabulary for the log at `path` (a PATH::RUN_ID address looks beside PATH),
     and notes on files that could not be used."""
     where = Path(split_address(path)[0]) if isinstance(path, str) else path

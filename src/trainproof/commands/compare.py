@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from trainproof.commands.common import load
+from trainproof.commands.common import LogOptions, load
 from trainproof.engine import judge_pair, judge_run
 from trainproof.model import InputError, Location, Report, ReportSet, Run
 from trainproof.rules import status as S
@@ -69,15 +69,26 @@ def _rank(verdict: str) -> int:
     return {"PASS": 0, "WARN": 1, "NOT-CHECKED": 2, "FAIL": 3}[verdict]
 
 
-def run(args: argparse.Namespace) -> ReportSet:
-    base_paths, run_paths = split_inputs(args)
-    bases = [load(p, args) for p in base_paths]
+def judge(base_paths: list[str], run_paths: list[str], opts: LogOptions) -> ReportSet:
+    """The work behind `trainproof.compare_runs`: every file is read once."""
+    if not base_paths:
+        raise InputError("compare needs at least one baseline")
+    if not run_paths:
+        raise InputError("compare needs at least one run to judge against the baseline")
+    bases = [load(p, opts) for p in base_paths]
     runs: list[tuple[str, Run | InputError]] = []
     for path in run_paths:
         try:
-            runs.append((path, load(path, args)))
+            runs.append((path, load(path, opts)))
         except InputError as exc:
             runs.append((path, exc))
     reports, rows = compare_all(bases, runs)
     return ReportSet(NAME, tuple(reports), tables={"baseline": bases[0].path,
                                                    "baselines": [b.path for b in bases], "ranking": rows})
+
+
+def run(args: argparse.Namespace) -> ReportSet:
+    from trainproof import api
+
+    base_paths, run_paths = split_inputs(args)
+    return api.compare_runs(run_paths, base_paths, format=args.format, mapping=args.map)

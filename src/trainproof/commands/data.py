@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from trainproof import engine
-from trainproof.model import InputError, ReportSet
+from trainproof.model import InputError, Report, ReportSet
 from trainproof.rules import data as rules
 
 NAME = "data"
@@ -24,26 +24,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> ReportSet:
+    from trainproof import api
+
+    return ReportSet(NAME, (api.data(args.path, workers=args.workers, progress=sys.stderr.isatty()),))
+
+
+def check_speech(path: str, *, workers: int = 0, progress: bool = False) -> Report:
+    """The work behind `trainproof.data`."""
     from trainproof.probes.audio import soundfile_module
     from trainproof.probes.native_stderr import native_stderr_silenced
     from trainproof.probes.speech_dataset import measure_dataset
     from trainproof.probes.speech_manifest import read_listing
 
-    if args.workers < 0:
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise InputError("--workers must be 0 (automatic) or more")
     try:
         soundfile_module()
     except (ImportError, OSError) as exc:  # OSError: soundfile present, libsndfile not
         raise InputError(str(exc)) from None
     try:
-        listing = read_listing(Path(args.path), int(rules.MALFORMED.t("max_line_bytes")))
+        listing = read_listing(Path(path), int(rules.MALFORMED.t("max_line_bytes")))
     except InputError as exc:
-        return ReportSet(NAME, (rules.invalid_input(args.path, str(exc)),))
-    progress = _progress if sys.stderr.isatty() else None
+        return rules.invalid_input(path, str(exc))
     with native_stderr_silenced():  # libsndfile's decoders write notes to descriptor 2
-        ds = measure_dataset(listing, rules.levels(), args.workers, progress)
-    return ReportSet(NAME, (engine.report(rules.G, ds, subject=ds.path, format=ds.format, records=len(ds.entries),
-                                          kind="dataset", notes=tuple(ds.notes)),))
+        ds = measure_dataset(listing, rules.levels(), workers, _progress if progress else None)
+    return engine.report(rules.G, ds, subject=ds.path, format=ds.format, records=len(ds.entries),
+                         kind="dataset", notes=tuple(ds.notes))
 
 
 def _progress(done: int, total: int) -> None:

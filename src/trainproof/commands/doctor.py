@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from trainproof.address import join_address, split_address
-from trainproof.commands.common import add_vocab_argument, load, vocabulary, with_vocabulary
+from trainproof.commands.common import LogOptions, add_vocab_argument, load, vocabulary, with_vocabulary
 from trainproof.discover import discover
 from trainproof.engine import amend, judge_run, pair_curves, pair_outcome
 from trainproof.model import InputError, Location, Report, ReportSet, Run
@@ -83,15 +83,15 @@ def _runs_in(p: Path, fmt_name: str, root: Path, given: str) -> list[tuple[Path,
             else (p, ref.id, shown) for ref in store.runs(p)]
 
 
-def _read_records(p: Path, fmt: str | None, records: list[tuple[Path, str]], shown: str,
-                  args: argparse.Namespace, not_judged: list[tuple[Path, str]]) -> list[Run] | str:
+def _read_records(p: Path, fmt: str | None, records: list[tuple[Path, str]], shown: str, given: str,
+                  opts: LogOptions, not_judged: list[tuple[Path, str]]) -> list[Run] | str:
     """The runs one found log makes with the other records of its run directory, or why
     the log itself could not be read."""
     runs = []
     for q, qfmt in [(p, fmt), *records]:
-        q_shown = _display(q, Path(args.path), args.path)
+        q_shown = _display(q, Path(given), given)
         try:
-            runs.append(read_run(q, qfmt or getattr(args, "format", "auto"), args.map, display=q_shown))
+            runs.append(read_run(q, qfmt or opts.format, opts.map, display=q_shown))
         except InputError as exc:
             if q == p:
                 return str(exc)
@@ -100,19 +100,27 @@ def _read_records(p: Path, fmt: str | None, records: list[tuple[Path, str]], sho
 
 
 def run(args: argparse.Namespace) -> ReportSet:
-    root = Path(args.path)
+    from trainproof import api
+
+    return api.doctor(args.path, baseline=args.baseline, max_logs=args.max_logs, format=args.format,
+                      mapping=args.map, vocab_size=args.vocab_size)
+
+
+def diagnose(given: str, baseline_paths: list[str], max_logs: int, opts: LogOptions) -> ReportSet:
+    """The work behind `trainproof.doctor`; `given` is the path as the user wrote it."""
+    root = Path(given)
     if not root.exists():
-        raise InputError(f"{args.path}: no such file or directory")
-    if args.max_logs < 1:
+        raise InputError(f"{given}: no such file or directory")
+    if isinstance(max_logs, bool) or not isinstance(max_logs, int) or max_logs < 1:
         raise InputError("--max-logs must be at least 1")
-    baselines = [load(b, args) for b in args.baseline]
+    baselines = [load(b, opts) for b in baseline_paths]
     base_reports = [judge_run(b) for b in baselines]
     records: dict[Path, list[tuple[Path, str]]] = {}
     if root.is_file():
         found_logs: list[tuple[Path, str | None]] = [(root, None)]
         not_judged: list[tuple[Path, str]] = []
     else:
-        found = discover(root, args.max_logs)
+        found = discover(root, max_logs)
         found_logs = [(p, f.name) for p, f in found.logs]
         not_judged = found.not_judged
         records = {d: [(p, f.name) for p, f in rs] for d, rs in found.records.items()}
@@ -122,24 +130,24 @@ def run(args: argparse.Namespace) -> ReportSet:
     baseline_runs = []  # baselines that are runs of a store doctor walks
 
     def judged(r: Run, where: Path) -> Report:
-        single = judge_run(with_vocabulary(r, vocabulary(where, args)), required=False)
+        single = judge_run(with_vocabulary(r, vocabulary(where, opts)), required=False)
         if baselines:
             single = _with_baseline(single, r, baselines, base_reports)
         return single
 
     for p, fmt in found_logs:
-        shown = _display(p, root, args.path)
+        shown = _display(p, root, given)
         if (p.resolve(), None) in base_at:
             not_judged.append((p, "the baseline itself"))
             continue
-        fmt_name = fmt or getattr(args, "format", "auto")
+        fmt_name = fmt or opts.format
         try:
-            targets = _runs_in(p, fmt_name, root, args.path)
+            targets = _runs_in(p, fmt_name, root, given)
         except InputError as exc:
             reports.append(_unreadable(shown, fmt or "?", str(exc)))
             continue
         if targets == [(p, None, shown)]:  # one log, perhaps with more records of its run
-            runs = _read_records(p, fmt, records.get(p, []), shown, args, not_judged)
+            runs = _read_records(p, fmt, records.get(p, []), shown, given, opts, not_judged)
             if isinstance(runs, str):
                 reports.append(_unreadable(shown, fmt or "?", runs))
             else:
@@ -151,15 +159,15 @@ def run(args: argparse.Namespace) -> ReportSet:
                 baseline_runs.append({"file": named, "reason": "the baseline itself"})
                 continue
             try:
-                r = read_run(where, fmt_name, args.map, display=display, run=run_id)
+                r = read_run(where, fmt_name, opts.map, display=display, run=run_id)
             except InputError as exc:
                 reports.append(_unreadable(named, fmt or "?", str(exc)))
                 continue
             reports.append(judged(r, where))
     if not reports and not not_judged and not baseline_runs:
-        raise InputError(f"{args.path}: no training logs found (looked for: "
+        raise InputError(f"{given}: no training logs found (looked for: "
                          "trainer_state.json, Coqui logs, TensorBoard event files, MLflow stores, "
                          "ClearML sessions, JSONL/CSV metrics)")
-    skipped = [{"file": _display(p, root, args.path), "reason": why} for p, why in not_judged]
+    skipped = [{"file": _display(p, root, given), "reason": why} for p, why in not_judged]
     skipped += baseline_runs
     return ReportSet(NAME, tuple(reports), tables={"not_judged": skipped})

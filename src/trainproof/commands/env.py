@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import dataclass, field, replace
 
 from trainproof import engine
 from trainproof.model import InputError, Report, ReportSet
@@ -58,21 +59,62 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     mc.add_argument("--gpu-gb", metavar="G", type=_positive, help="free GPU memory the run needs per GPU")
 
 
+@dataclass(frozen=True)
+class EnvRequest:
+    """What `env` is asked to check, by the CLI's option names (--checkpoint is a list)."""
+
+    module: str | None = None
+    cwd: str = "."
+    python: str | None = None
+    import_timeout: float | None = None  # None: the declared IMPORT_TIMEOUT
+    checkpoint: list[str] = field(default_factory=list)
+    against: str | None = None
+    required_gb: float | None = None
+    output_dir: str | None = None
+    checkpoint_gb: float | None = None
+    keep: int = 1
+    bf16: bool = False
+    gpu_gb: float | None = None
+
+    def checked(self) -> EnvRequest:
+        """Refused with InputError where the CLI's argument types refuse it."""
+        for name in ("import_timeout", "required_gb", "checkpoint_gb", "gpu_gb"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
+                raise InputError(f"{name}: expected a positive number, got {v!r}")
+        if isinstance(self.keep, bool) or not isinstance(self.keep, int) or self.keep < 1:
+            raise InputError(f"keep: expected a whole number >= 1, got {self.keep!r}")
+        if self.import_timeout is None:
+            return replace(self, import_timeout=IMPORT_TIMEOUT.t("timeout"))
+        return self
+
+
 def run(args: argparse.Namespace) -> ReportSet:
-    if args.against and not args.checkpoint:
+    from trainproof import api
+
+    return api.env(module=args.module, cwd=args.cwd, python=args.python, import_timeout=args.import_timeout,
+                   checkpoints=args.checkpoint, against=args.against, required_gb=args.required_gb,
+                   output_dir=args.output_dir, checkpoint_gb=args.checkpoint_gb, keep=args.keep, bf16=args.bf16,
+                   gpu_gb=args.gpu_gb)
+
+
+def check_env(req: EnvRequest) -> ReportSet:
+    """The work behind `trainproof.env`: one report per subject."""
+    req = req.checked()
+    if req.against and not req.checkpoint:
         raise InputError("--against needs at least one --checkpoint to compare")
     reports: list[Report] = []
-    if args.module:
-        reports.append(_import_report(args))
-    against = _reference(args.against) if args.against else None
-    scans = [inspect_checkpoint(p, read_caps()) for p in args.checkpoint]
+    if req.module:
+        reports.append(_import_report(req))
+    against = _reference(req.against) if req.against else None
+    scans = [inspect_checkpoint(p, read_caps()) for p in req.checkpoint]
     reports += [_checkpoint_report(CheckpointSubject(s, against)) for s in scans]
-    reports.append(_machine_report(args, scans))
-    reports.append(_gpu_report(args))
+    reports.append(_machine_report(req, scans))
+    reports.append(_gpu_report(req))
     return ReportSet(NAME, tuple(reports))
 
 
-def _import_report(args: argparse.Namespace) -> Report:
+def _import_report(args: EnvRequest) -> Report:
     res = probe_import(args.module, args.cwd, args.python, args.import_timeout)
     out = engine.judge("env:import", res)
     return Report(subject=res.file or args.module, format="python-import", findings=tuple(out.findings),
@@ -103,7 +145,7 @@ def _checkpoint_report(s: CheckpointSubject) -> Report:
                   skipped=out.skipped, records=len(s.scan.tensors), notes=tuple(notes), kind="checkpoint")
 
 
-def _machine_report(args: argparse.Namespace, scans: list[CheckpointScan]) -> Report:
+def _machine_report(args: EnvRequest, scans: list[CheckpointScan]) -> Report:
     size_gb, size_from = args.checkpoint_gb, "--checkpoint-gb"
     if size_gb is None and scans:
         biggest = max(scans, key=lambda s: s.size)
@@ -117,7 +159,7 @@ def _machine_report(args: argparse.Namespace, scans: list[CheckpointScan]) -> Re
                   skipped=out.skipped, kind="machine")
 
 
-def _gpu_report(args: argparse.Namespace) -> Report:
+def _gpu_report(args: EnvRequest) -> Report:
     s = GpuSubject(measure_gpus(), args.bf16, args.gpu_gb)
     out = engine.judge("env:gpu", s)
     needed = bool(args.bf16 or args.gpu_gb is not None)

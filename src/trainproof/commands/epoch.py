@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from trainproof.commands.common import add_vocab_argument, load, vocabulary, with_vocabulary
+from trainproof.commands.common import LogOptions, add_vocab_argument, load, vocabulary, with_vocabulary
 from trainproof.engine import judge_run
-from trainproof.model import ReportSet
+from trainproof.model import Report, ReportSet
 
 NAME = "epoch"
 HELP = "judge one training log (single-run rules)"
@@ -19,6 +19,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_vocab_argument(p)
 
 
+def judge(path: str, opts: LogOptions) -> Report:
+    """The work behind `trainproof.judge_log`."""
+    return judge_run(with_vocabulary(load(path, opts), vocabulary(path, opts)))
+
+
 def run(args: argparse.Namespace) -> ReportSet:
-    run = with_vocabulary(load(args.log, args), vocabulary(args.log, args))
-    return ReportSet(NAME, (judge_run(run),))
+    from trainproof import api
+
+    return ReportSet(NAME, (api.judge_log(args.log, format=args.format, mapping=args.map,
+                                          vocab_size=args.vocab_size),))

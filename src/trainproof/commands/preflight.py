@@ -55,26 +55,33 @@ def judge_preflight(s: Preflight) -> Report:
 
 
 def run(args: argparse.Namespace) -> ReportSet:
-    if args.max_len is not None and args.max_len <= 0:
-        raise InputError(f"--max-len must be a positive number of tokens, got {args.max_len}")
-    if args.max_len is not None and not args.tokenizer:
+    from trainproof import api
+
+    return ReportSet(NAME, (api.preflight(args.dataset, tokenizer=args.tokenizer, max_len=args.max_len,
+                                          text_field=args.text_field, progress=sys.stderr.isatty()),))
+
+
+def check_dataset(dataset: str, *, tokenizer: str | None, max_len: int | None, text_field: str | None,
+                  progress: bool) -> Report:
+    """The work behind `trainproof.preflight`."""
+    if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int) or max_len <= 0):
+        raise InputError(f"--max-len must be a positive number of tokens, got {max_len}")
+    if max_len is not None and not tokenizer:
         raise InputError("--max-len needs --tokenizer: token counts come from the tokenizer")
     tok = None
-    if args.tokenizer:
+    if tokenizer:
         try:
-            tok = load_tokenizer(args.tokenizer)
+            tok = load_tokenizer(tokenizer)
         except TokenizerLoadError as exc:
             raise InputError(f"--tokenizer {exc}") from None
-    visitor = TokenVisitor(tok, args.max_len or tok.special.model_max_length) if tok else None
-    progress = _progress() if sys.stderr.isatty() else None
+    visitor = TokenVisitor(tok, max_len or tok.special.model_max_length) if tok else None
+    show = _progress() if progress else None
     try:
-        m = measure_dataset(Path(args.dataset), args.text_field, int(OVERSIZED.t("max_bytes")),
-                            visitor, progress)
+        m = measure_dataset(Path(dataset), text_field, int(OVERSIZED.t("max_bytes")), visitor, show)
     except TokenizerLoadError as exc:
         raise InputError(f"--tokenizer {exc}") from None
     finally:
-        if progress is not None:
+        if show is not None:
             sys.stderr.write("\r\033[K")
-    subject = Preflight(m, tok.special if tok else None, visitor.counts if visitor else None,
-                        args.tokenizer or "")
-    return ReportSet(NAME, (judge_preflight(subject),))
+    subject = Preflight(m, tok.special if tok else None, visitor.counts if visitor else None, tokenizer or "")
+    return judge_preflight(subject)

@@ -26,25 +26,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="text (one transcript per line), JSONL (text + duration seconds), or LJSpeech metadata.csv")
 
 
-def _statement(subject: str, rule: Rule, **values: object) -> ReportSet:
+def _statement(subject: str, rule: Rule, **values: object) -> Report:
     f = rule.finding(Location(subject), **values)
-    return ReportSet(NAME, (Report(subject=subject, format="transcripts", findings=(f,), kind="tokenizer"),))
+    return Report(subject=subject, format="transcripts", findings=(f,), kind="tokenizer")
 
 
 def run(args: argparse.Namespace) -> ReportSet:
+    from trainproof import api
+
+    return ReportSet(NAME, (api.tokenizer(args.model, args.transcripts),))
+
+
+def check_tokenizer(model: str, transcripts: str) -> Report:
+    """The work behind `trainproof.tokenizer`: could-not-judge outcomes are reports."""
     try:
-        tok = load_tokenizer(args.model)
+        tok = load_tokenizer(model)
     except TokenizerLoadError as exc:
         rule = T.SPM_MISSING if exc.dependency in ("sentencepiece", "tokenizers") else T.LOAD_FAIL
-        return _statement(args.transcripts, rule, detail=str(exc))
+        return _statement(transcripts, rule, detail=str(exc))
     except InputError as exc:
-        return _statement(args.transcripts, T.LOAD_FAIL, detail=str(exc))
+        return _statement(transcripts, T.LOAD_FAIL, detail=str(exc))
     try:
-        m = measure_tokenizer(tok, Path(args.transcripts), int(T.NO_TRANSCRIPTS.t("max_line_bytes")))
+        m = measure_tokenizer(tok, Path(transcripts), int(T.NO_TRANSCRIPTS.t("max_line_bytes")))
     except InputError as exc:
-        return _statement(args.transcripts, T.NO_TRANSCRIPTS, detail=str(exc))
-    return ReportSet(NAME, (engine.report(T.G, m, subject=args.transcripts, format=m.read.format,
-                                          records=m.lines, kind="tokenizer", notes=_notes(m)),))
+        return _statement(transcripts, T.NO_TRANSCRIPTS, detail=str(exc))
+    return engine.report(T.G, m, subject=transcripts, format=m.read.format, records=m.lines, kind="tokenizer",
+                         notes=_notes(m))
 
 
 def _notes(m: TokenizerMeasurement) -> tuple[str, ...]:

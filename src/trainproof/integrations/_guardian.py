@@ -21,11 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from trainproof.api import judge_metrics
 from trainproof.config import Config, active
-from trainproof.engine import judge_run
 from trainproof.model import Finding, Level, Report, ReportSet, Verdict
-from trainproof.parsers import build_run
-from trainproof.parsers.base import RawLog
 from trainproof.rules.live import PROGRESS_RULES, STOPPED, stop_grounds, stopped_finding
 
 POLICIES = ("warn", "stop_on_fail")
@@ -98,9 +96,9 @@ class Guardian:
 
     def judge(self, with_telemetry: bool = False) -> Report:
         exclude = () if with_telemetry else TELEMETRY
-        raw = RawLog(self.metrics.columns(exclude), self.metrics.records, meta=dict(self.meta), step_column="step")
         with active(self.config):
-            report = judge_run(build_run(self.subject, self.fmt, raw, {}))
+            report = judge_metrics(self.metrics.columns(exclude), subject=self.subject, format=self.fmt,
+                                   records=self.metrics.records, meta=self.meta)
         if self._stop is not None:
             report = replace(report, findings=(*report.findings, self._stop))
         self.report = report
