@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +134,25 @@ def test_preflight_tokenizer_and_env_return_reports(tmp_path):
     assert tok.verdict is Verdict.NOT_CHECKED  # a tokenizer that cannot load is a report, not an exception
     rs = trainproof.env(cwd=tmp_path)
     assert [r.kind for r in rs.reports] == ["machine", "gpu"]
+
+
+def test_a_config_given_to_the_api_changes_the_verdict_and_says_so():
+    """The gallery's overfit run WARNs at TP-OVERFIT's declared 1.2x; under a config that
+    raises the ratio to 1.3 it passes, through the API as through the CLI."""
+    import trainproof
+
+    log = Path(__file__).resolve().parents[1] / "examples/gallery/overfit/trainer_state.json"
+    assert trainproof.judge_log(log).verdict.value == "WARN"
+    relaxed = trainproof.judge_log(log, config={"thresholds": {"TP-OVERFIT": {"ratio": 1.3}}})
+    assert relaxed.verdict.value == "PASS"
+    assert trainproof.judge_log(log).verdict.value == "WARN"  # nothing leaks out of the call
+
+
+def test_a_bad_config_given_to_the_api_is_an_input_error():
+    import pytest
+
+    import trainproof
+
+    with pytest.raises(trainproof.InputError):
+        trainproof.judge_log(Path(__file__).resolve().parents[1] / "examples/gallery/overfit/trainer_state.json",
+                             config={"thresholds": {"TP-NOPE": {}}})

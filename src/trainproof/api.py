@@ -12,17 +12,23 @@ stays as light as `trainproof --version`."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Union
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
     from trainproof.commands.common import LogOptions
+    from trainproof.config import Config
     from trainproof.model import Report, ReportSet
 
 PathLike = Union[str, "os.PathLike[str]"]
+# What `config=` accepts: a Config, a path to a trainproof.toml / pyproject.toml, or a
+# table of the same keys. None judges with the configuration already active (the CLI's,
+# or the rules' declared defaults).
+ConfigLike = Union["Config", Mapping[str, Any], PathLike, None]
 __all__ = ["compare", "compare_runs", "data", "doctor", "env", "judge_log", "judge_metrics", "preflight",
            "tokenizer"]
 
@@ -33,6 +39,17 @@ def _paths(value: PathLike | Sequence[PathLike]) -> list[str]:
     return [os.fspath(v) for v in value]
 
 
+@contextlib.contextmanager
+def _configured(config: ConfigLike) -> Iterator[None]:
+    if config is None:
+        yield
+        return
+    from trainproof.config import active, as_config
+
+    with active(as_config(config)):
+        yield
+
+
 def _options(format: str, mapping: Mapping[str, str] | None, vocab_size: int | None = None) -> LogOptions:
     from trainproof.commands.common import LogOptions
 
@@ -40,23 +57,25 @@ def _options(format: str, mapping: Mapping[str, str] | None, vocab_size: int | N
 
 
 def judge_log(path: PathLike, *, format: str = "auto", mapping: Mapping[str, str] | None = None,
-              vocab_size: int | None = None) -> Report:
+              vocab_size: int | None = None, config: ConfigLike = None) -> Report:
     """Judge one training log with the single-run rules (`trainproof epoch`).
 
     `path` is a log file, a run directory, or `PATH::RUN_ID` for one run of a multi-run
     store. `format` is a registered format name or "auto" (sniffed); `mapping` names a
     metric's column (`{"loss": "train/loss_step"}`, the CLI's `--map`); `vocab_size` is
     the number of classes the loss is a cross-entropy over (default: read from a
-    config.json or tokenizer.json beside the log). Raises InputError when the log
-    cannot be read."""
+    config.json or tokenizer.json beside the log). `config` judges under a configuration
+    (selection, severities, thresholds: see README "Configuration"). Raises InputError
+    when the log cannot be read or the configuration is invalid."""
     from trainproof.commands.epoch import judge
 
-    return judge(os.fspath(path), _options(format, mapping, vocab_size))
+    with _configured(config):
+        return judge(os.fspath(path), _options(format, mapping, vocab_size))
 
 
 def judge_metrics(columns: Mapping[str, tuple[npt.ArrayLike, npt.ArrayLike]], *, subject: str = "metrics",
                   format: str = "python", records: int | None = None,
-                  meta: Mapping[str, object] | None = None) -> Report:
+                  meta: Mapping[str, object] | None = None, config: ConfigLike = None) -> Report:
     """Judge metrics already in memory: `columns` maps a column name (`loss`, `eval_loss`,
     `learning_rate`, `grad_norm`, or anything `mapping` would name) to (steps, values).
     `records` is the number of log events (default: the longest column). This is what
@@ -77,36 +96,40 @@ def judge_metrics(columns: Mapping[str, tuple[npt.ArrayLike, npt.ArrayLike]], *,
         cols[name] = (s, v)
     n = records if records is not None else max((len(s) for s, _ in cols.values()), default=0)
     raw = RawLog(cols, n, meta=dict(meta or {}), step_column="step")
-    return judge_run(build_run(subject, format, raw, {}))
+    with _configured(config):
+        return judge_run(build_run(subject, format, raw, {}))
 
 
 def compare_runs(runs: PathLike | Sequence[PathLike], baselines: PathLike | Sequence[PathLike], *,
-                 format: str = "auto", mapping: Mapping[str, str] | None = None) -> ReportSet:
+                 format: str = "auto", mapping: Mapping[str, str] | None = None,
+                 config: ConfigLike = None) -> ReportSet:
     """Judge each run against the known-good baseline(s) (`trainproof compare`). Several
     baselines (seeds of one recipe) form the envelope a run is measured against. The
     ReportSet's `tables["ranking"]` ranks the runs. A baseline that cannot be read raises
     InputError; a run that cannot be read is a NOT-CHECKED report of its own."""
     from trainproof.commands.compare import judge
 
-    return judge(_paths(baselines), _paths(runs), _options(format, mapping))
+    with _configured(config):
+        return judge(_paths(baselines), _paths(runs), _options(format, mapping))
 
 
 def compare(run: PathLike, baseline: PathLike | Sequence[PathLike], *, format: str = "auto",
-            mapping: Mapping[str, str] | None = None) -> Report:
+            mapping: Mapping[str, str] | None = None, config: ConfigLike = None) -> Report:
     """One run judged against the baseline(s): the report of `compare_runs` for one run."""
-    return compare_runs([run], baseline, format=format, mapping=mapping).reports[0]
+    return compare_runs([run], baseline, format=format, mapping=mapping, config=config).reports[0]
 
 
 def doctor(path: PathLike = ".", *, baseline: PathLike | Sequence[PathLike] = (), max_logs: int = 500,
            format: str = "auto", mapping: Mapping[str, str] | None = None,
-           vocab_size: int | None = None) -> ReportSet:
+           vocab_size: int | None = None, config: ConfigLike = None) -> ReportSet:
     """Find every training log under `path` and judge each (`trainproof doctor`); with
     `baseline`, compare each against it too. Reports come in triage order through
     `ReportSet.triaged()`; `tables["not_judged"]` lists what was found but not judged.
     Raises InputError when `path` does not exist or holds no training log."""
     from trainproof.commands.doctor import diagnose
 
-    return diagnose(os.fspath(path), _paths(baseline), max_logs, _options(format, mapping, vocab_size))
+    with _configured(config):
+        return diagnose(os.fspath(path), _paths(baseline), max_logs, _options(format, mapping, vocab_size))
 
 
 def preflight(dataset: PathLike, *, tokenizer: str | None = None, max_len: int | None = None,
