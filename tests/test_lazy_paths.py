@@ -1,0 +1,90 @@
+"""What start-up skips must not change a value: the standard-library JSON path taken
+before orjson is imported reads every document as orjson does, and stats.median (kept
+off numpy.ma) equals np.median, NaN and the sign of zero included. Seeded generated
+inputs; no timers."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from trainproof.parsers import jsonutil
+from trainproof.stats import median
+
+orjson = pytest.importorskip("orjson")
+
+_TOKENS = ["NaN", "Infinity", "-Infinity", "1e400", "-1e999", "18446744073709551616", "-9223372036854775809",
+           "12345678901234567890123", "-0", "-0.0", "0", "1.5", "true", "false", "null", '"NaN"', '"x NaN y"',
+           '"\\ud800"', '"\\u00e9"', '"Infinity"', "3", "2.5e-324"]
+
+
+def _doc(rng: random.Random, depth: int = 0) -> str:
+    pick = rng.random()
+    if depth < 3 and pick < 0.25:
+        return "[" + ",".join(_doc(rng, depth + 1) for _ in range(rng.randint(0, 4))) + "]"
+    if depth < 3 and pick < 0.5:
+        keys = [rng.choice(["loss", "lr", "step", "a", "loss"]) for _ in range(rng.randint(0, 4))]
+        return "{" + ",".join(f'"{k}": {_doc(rng, depth + 1)}' for k in keys) + "}"
+    if pick < 0.8:
+        return rng.choice(_TOKENS)
+    return repr(rng.uniform(-1e6, 1e6))
+
+
+def _read(data: bytes, fast: object) -> str:
+    jsonutil._orjson, jsonutil._decoded = fast, 0  # None: not imported yet, stdlib first
+    try:
+        return repr(jsonutil.loads(data))
+    except ValueError as exc:
+        return f"error {type(exc).__name__}"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_standard_library_first_reads_as_orjson(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jsonutil, "_orjson", None)
+    monkeypatch.setattr(jsonutil, "_decoded", 0)
+    rng = random.Random(seed)
+    for _ in range(400):
+        data = _doc(rng).encode()
+        assert _read(data, None) == _read(data, orjson), data
+    deep = b"[" * 600 + b"1" + b"]" * 600  # deeper than the stdlib path takes
+    first = _read(deep, None)
+    assert jsonutil._orjson is orjson  # the deep one made it import orjson
+    assert first == _read(deep, orjson)
+
+
+def test_orjson_comes_in_once_the_input_adds_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jsonutil, "_orjson", None)
+    monkeypatch.setattr(jsonutil, "_decoded", 0)
+    row = json.dumps({"loss": 1.0, "step": 1}).encode()
+    jsonutil.loads(row)
+    assert jsonutil._orjson is None
+    jsonutil.loads(b"[" + b",".join([row] * (jsonutil.ORJSON_AFTER // len(row))) + b"]")
+    assert jsonutil._orjson is orjson
+
+
+_SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e308, -1e308, 5e-324, -5e-324]
+
+
+def _same(a: object, b: object) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return bool(np.array_equal(a, b, equal_nan=True) and np.array_equal(np.signbit(a) & ~np.isnan(a),
+                                                                         np.signbit(b) & ~np.isnan(b)))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_median_equals_numpy() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(3000):
+        n = int(rng.integers(0, 12))
+        a = rng.normal(size=n) * 10.0 ** int(rng.integers(-5, 300))
+        for _ in range(int(rng.integers(0, 4))):
+            if n:
+                a[rng.integers(0, n)] = rng.choice(_SPECIAL)
+        got, want = median(a), np.median(a)
+        assert type(got) is type(want) and _same(got, want), a
+        if n:
+            m = rng.choice([*_SPECIAL, 1.0, 2.0, -3.0], size=(4, n))
+            assert _same(median(m, axis=1), np.median(m, axis=1)), m
