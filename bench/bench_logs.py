@@ -14,11 +14,14 @@ median wall time and peak RSS of:
   trainproof - `trainproof epoch FILE --json`, this checkout (src/ first on the path)
   0.22.0     - the same command of trainproof 0.22.0, where /tmp/venv-tp022 holds it
                (python -m venv /tmp/venv-tp022 && /tmp/venv-tp022/bin/pip install trainproof==0.22.0)
+src/ is byte-compiled first, as an installed package is; `--python` runs this checkout
+and the raw read under another interpreter (see bench_startup.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import statistics
 import subprocess
@@ -54,9 +57,9 @@ print(len(cols.get("loss", [])))
 """
 
 
-def measure(cmd: list[str]) -> tuple[float, float]:
+def measure(cmd: list[str], py: str) -> tuple[float, float]:
     """(wall seconds, peak RSS in MB) of one child process."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")} if cmd[0] == sys.executable else None
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")} if cmd[0] == py else None
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -84,25 +87,28 @@ def main() -> int:
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--naive", action="store_true", help="also run the naive reader")
     ap.add_argument("--old-repeat", type=int, default=1, help="runs of trainproof 0.22.0 (slow)")
+    ap.add_argument("--python", default=sys.executable, help="interpreter for this checkout and the raw read")
     args = ap.parse_args()
+    py = args.python
+    compileall.compile_dir(ROOT / "src", quiet=1)
     if not GEN.exists():
         raise SystemExit(f"{GEN} is absent: the generators live in ../shared/bench")
     inputs = generate(args.small)
-    tp = [sys.executable, "-m", "trainproof", "epoch"]
+    tp = [py, "-m", "trainproof", "epoch"]
     print(f"| input | size | tool | wall s (median of {args.repeat}) | peak RSS MB | x raw read | x 0.22.0 |")
     print("|---|---|---|---|---|---|---|")
     for kind, path in inputs.items():
         naive = NAIVE_HF if kind == "hf" else NAIVE_JSONL
-        tools = {"raw read": [sys.executable, "-c", RAW, path], "trainproof": [*tp, str(path), "--json"]}
+        tools = {"raw read": [py, "-c", RAW, path], "trainproof": [*tp, str(path), "--json"]}
         if args.naive:
-            tools["naive"] = [sys.executable, "-c", naive, path]
+            tools["naive"] = [py, "-c", naive, path]
         if OLD.exists():
             tools["0.22.0"] = [str(OLD), "-m", "trainproof", "epoch", str(path), "--json"]
         results: dict[str, list[tuple[float, float]]] = {k: [] for k in tools}
         for i in range(args.repeat):  # interleaved, so load changes hit every tool alike
             for name, cmd in tools.items():
                 if name != "0.22.0" or i < args.old_repeat:
-                    results[name].append(measure([str(c) for c in cmd]))
+                    results[name].append(measure([str(c) for c in cmd], py))
         med = {k: (statistics.median(w for w, _ in v), max(m for _, m in v)) for k, v in results.items()}
         size = f"{path.stat().st_size / 1e6:.0f} MB"
         old = med.get("0.22.0", (0.0, 0.0))[0]
@@ -110,7 +116,7 @@ def main() -> int:
             vs_old = f"{wall / old:.3f}" if old else ""
             print(f"| {kind} | {size} | {name} | {wall:.2f} | {rss:.0f} | {wall / med['raw read'][0]:.1f} "
                   f"| {vs_old} |", flush=True)
-    print(f"\nmachine: {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"\nmachine: {os.cpu_count()} cores; {py}; load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 
 

@@ -88,3 +88,40 @@ def test_median_equals_numpy() -> None:
         if n:
             m = rng.choice([*_SPECIAL, 1.0, 2.0, -3.0], size=(4, n))
             assert _same(median(m, axis=1), np.median(m, axis=1)), m
+
+
+def test_identical_rewrites_shortcut_equals_the_replay() -> None:
+    """A series whose only step repeats are identical rewrites (HF's `epoch` in the train
+    and eval entry of one step) skips the segment replay; it must give what the replay does."""
+    from trainproof.parsers import _ordered, _replay
+
+    rng = np.random.default_rng(3)
+    taken = 0
+    for _ in range(400):
+        n = int(rng.integers(2, 60))
+        steps = np.cumsum(rng.integers(0, 3, size=n)).astype(float)  # 0: the step written again
+        values = rng.choice([1.0, 2.0, 2.0 + 1e-9, np.nan, -0.0, 0.0], size=n)
+        starts = np.flatnonzero(steps[1:] <= steps[:-1]) + 1
+        for i in starts:  # mostly the same value written again (or one isclose to it)
+            if rng.random() < 0.9:
+                values[i] = values[i - 1] + rng.choice([0.0, 0.0, 1e-9])
+        if starts.size == 0:
+            continue
+        s1, *rest1 = _ordered("x", steps, values)
+        s2, *rest2 = _replay("x", steps, values, starts, 0)
+        assert np.array_equal(s1.steps, s2.steps) and _same(s1.values, s2.values) and rest1 == rest2
+        taken += not rest1[2]
+    assert taken > 50  # the shortcut was exercised (no boundary recorded)
+
+
+def test_end_of_history_found_as_the_regex_did() -> None:
+    import re
+
+    from trainproof.parsers.hf import _end
+
+    pattern, rng = re.compile(rb"\}\s*\]"), random.Random(5)
+    for _ in range(20000):
+        data = bytes(rng.choice(b"}] \t\n\r\x0b\x0cx{,") for _ in range(rng.randint(0, 14)))
+        pos = rng.randint(0, len(data))
+        m = pattern.search(data, pos)
+        assert _end(data, pos) == (m.start() if m else -1), (data, pos)

@@ -215,6 +215,19 @@ def _ordered(name: str, steps: np.ndarray, values: np.ndarray) -> tuple[Series, 
     if steps.size < 2 or bool(np.all(steps[1:] > steps[:-1])):
         return Series(name, steps, values), 0, nan_steps, [], 0
     starts = np.flatnonzero(steps[1:] <= steps[:-1]) + 1
+    if bool(np.all(steps[starts] == steps[starts - 1])) and bool(
+            np.all(np.isclose(values[starts - 1], values[starts], equal_nan=True))):
+        # Only identical rewrites (HF logs `epoch` in the train and the eval entry of one
+        # step): the loop below would drop each earlier point and record nothing.
+        keep = np.ones(steps.size, dtype=bool)
+        keep[starts - 1] = False
+        return Series(name, steps[keep], values[keep]), 0, nan_steps, [], 0
+    return _replay(name, steps, values, starts, nan_steps)
+
+
+def _replay(name: str, steps: np.ndarray, values: np.ndarray, starts: np.ndarray,
+            nan_steps: int) -> tuple[Series, int, int, list[dict], int]:
+    """_ordered's general case: the segments that begin at `starts`, in log order."""
     bounds = [0, *starts.tolist(), steps.size]
     # Chunks of (steps, values) in log order; a resume trims chunks from the end, so every
     # point is appended and removed at most once (linear even when every step repeats).
