@@ -39,10 +39,12 @@ OUT = Path("/tmp/trainproof-bench")
 OLD = Path("/tmp/venv-tp022/bin/python")
 
 
-def run(cmd: list[str], env: dict[str, str]) -> float:
+def run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one whole process."""
     t0 = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
-    return time.perf_counter() - t0
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, _, usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime
 
 
 def small_state() -> Path:
@@ -72,18 +74,18 @@ def main() -> int:
         cmds[f"trainproof {name}"] = ([py, "-m", "trainproof", *argv], env)
         if OLD.exists():
             cmds[f"0.22.0 {name}"] = ([str(OLD), "-m", "trainproof", *argv], dict(os.environ))
-    times: dict[str, list[float]] = {k: [] for k in cmds}
+    times: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
     for _ in range(args.repeat):
         for name, (cmd, e) in cmds.items():
             times[name].append(run(cmd, e))
-    med = {k: statistics.median(v) for k, v in times.items()}
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in times.items()}
     numpy_s = med["python -c 'import numpy'"]
-    print(f"| command | median s ({args.repeat} rounds) | x `import numpy` | x 0.22.0 |")
-    print("|---|---|---|---|")
-    for name, s in med.items():
+    print(f"| command | median wall s ({args.repeat} rounds) | CPU s | x `import numpy` (wall / CPU) | x 0.22.0 |")
+    print("|---|---|---|---|---|")
+    for name, (s, cpu) in med.items():
         old = med.get(name.replace("trainproof ", "0.22.0 ", 1)) if name.startswith("trainproof ") else None
-        ratio = f"{s / old:.2f}" if old else ""
-        print(f"| {name} | {s:.3f} | {s / numpy_s:.2f} | {ratio} |")
+        ratio = f"{s / old[0]:.2f}" if old else ""
+        print(f"| {name} | {s:.3f} | {cpu:.3f} | {s / numpy_s[0]:.2f} / {cpu / numpy_s[1]:.2f} | {ratio} |")
     print(f"\nmachine: {os.cpu_count()} cores; {py}; load average {os.getloadavg()[0]:.2f} at the end")
     return 0
 
