@@ -1,7 +1,8 @@
 """What start-up skips must not change a value: the standard-library JSON path taken
-before orjson is imported reads every document as orjson does, and stats.median (kept
-off numpy.ma) equals np.median, NaN and the sign of zero included. Seeded generated
-inputs; no timers."""
+before orjson is imported reads every document as orjson does, stats.median and
+trailing_median (kept off numpy.ma) equal np.median and np.nanmedian, NaN and the sign
+of zero included, and the trainer_state.json shortcuts find what the code they replace
+found. Seeded generated inputs; no timers."""
 
 from __future__ import annotations
 
@@ -125,3 +126,20 @@ def test_end_of_history_found_as_the_regex_did() -> None:
         pos = rng.randint(0, len(data))
         m = pattern.search(data, pos)
         assert _end(data, pos) == (m.start() if m else -1), (data, pos)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_trailing_median_equals_nanmedian() -> None:
+    from trainproof.stats import trailing_median
+
+    rng = np.random.default_rng(11)
+    for _ in range(1500):
+        n, window = int(rng.integers(0, 40)), int(rng.integers(1, 15))
+        v = np.round(rng.normal(size=n) * 10.0 ** int(rng.integers(-3, 300)), int(rng.integers(0, 3)))
+        for _ in range(int(rng.integers(0, 6))):
+            if n:
+                v[rng.integers(0, n)] = rng.choice(_SPECIAL)
+        med, _ = trailing_median(v, window)
+        padded = np.concatenate((np.full(window, np.nan), v))
+        want = np.nanmedian(np.lib.stride_tricks.sliding_window_view(padded, window)[:n], axis=1)
+        assert _same(med, want), (v, window)
