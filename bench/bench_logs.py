@@ -89,12 +89,13 @@ def main() -> int:
     ap.add_argument("--naive", action="store_true", help="also run the naive reader")
     ap.add_argument("--old-repeat", type=int, default=1, help="runs of trainproof 0.22.0 (slow)")
     ap.add_argument("--python", default=sys.executable, help="interpreter for this checkout and the raw read")
+    ap.add_argument("--only", choices=("hf", "jsonl"), help="one input only")
     args = ap.parse_args()
     py = args.python
     compileall.compile_dir(ROOT / "src", quiet=1)
     if not GEN.exists():
         raise SystemExit(f"{GEN} is absent: the generators live in ../shared/bench")
-    inputs = generate(args.small)
+    inputs = {k: v for k, v in generate(args.small).items() if args.only in (None, k)}
     tp = [py, "-m", "trainproof", "epoch"]
     print(f"| input | size | tool | wall s (median of {args.repeat}) | CPU s | peak RSS MB | x raw read "
           "| x 0.22.0 (wall) | x 0.22.0 (CPU) |")
