@@ -7,18 +7,22 @@ machine in the same session (so the ratios hold even on a busy machine).
 
 Inputs come from ../shared/bench (deterministic generators) and are written under
 /tmp/trainproof-bench, never into the repository. For each input it reports the
-median wall time and peak RSS of:
+median wall time, median CPU time (user + system, steadier than wall time on a machine
+other jobs share) and peak RSS of:
   raw read   - reading the file's bytes once (the floor)
   naive      - the obvious Python approach: json.load / json.loads per line, then
                per-entry loops into lists (what a straightforward tool does; --naive)
   trainproof - `trainproof epoch FILE --json`, this checkout (src/ first on the path)
   0.22.0     - the same command of trainproof 0.22.0, where /tmp/venv-tp022 holds it
                (python -m venv /tmp/venv-tp022 && /tmp/venv-tp022/bin/pip install trainproof==0.22.0)
+src/ is byte-compiled first, as an installed package is; `--python` runs this checkout
+and the raw read under another interpreter (see bench_startup.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import statistics
 import subprocess
@@ -54,16 +58,16 @@ print(len(cols.get("loss", [])))
 """
 
 
-def measure(cmd: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MB) of one child process."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")} if cmd[0] == sys.executable else None
+def measure(cmd: list[str], py: str) -> tuple[float, float, float]:
+    """(wall seconds, peak RSS in MB, CPU seconds) of one child process."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")} if cmd[0] == py else None
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) not in (0, 1):
         raise SystemExit(f"failed: {' '.join(cmd)}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def generate(small: bool) -> dict[str, Path]:
@@ -84,33 +88,39 @@ def main() -> int:
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--naive", action="store_true", help="also run the naive reader")
     ap.add_argument("--old-repeat", type=int, default=1, help="runs of trainproof 0.22.0 (slow)")
+    ap.add_argument("--python", default=sys.executable, help="interpreter for this checkout and the raw read")
+    ap.add_argument("--only", choices=("hf", "jsonl"), help="one input only")
     args = ap.parse_args()
+    py = args.python
+    compileall.compile_dir(ROOT / "src", quiet=1)
     if not GEN.exists():
         raise SystemExit(f"{GEN} is absent: the generators live in ../shared/bench")
-    inputs = generate(args.small)
-    tp = [sys.executable, "-m", "trainproof", "epoch"]
-    print(f"| input | size | tool | wall s (median of {args.repeat}) | peak RSS MB | x raw read | x 0.22.0 |")
-    print("|---|---|---|---|---|---|---|")
+    inputs = {k: v for k, v in generate(args.small).items() if args.only in (None, k)}
+    tp = [py, "-m", "trainproof", "epoch"]
+    print(f"| input | size | tool | wall s (median of {args.repeat}) | CPU s | peak RSS MB | x raw read "
+          "| x 0.22.0 (wall) | x 0.22.0 (CPU) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for kind, path in inputs.items():
         naive = NAIVE_HF if kind == "hf" else NAIVE_JSONL
-        tools = {"raw read": [sys.executable, "-c", RAW, path], "trainproof": [*tp, str(path), "--json"]}
+        tools = {"raw read": [py, "-c", RAW, path], "trainproof": [*tp, str(path), "--json"]}
         if args.naive:
-            tools["naive"] = [sys.executable, "-c", naive, path]
+            tools["naive"] = [py, "-c", naive, path]
         if OLD.exists():
             tools["0.22.0"] = [str(OLD), "-m", "trainproof", "epoch", str(path), "--json"]
-        results: dict[str, list[tuple[float, float]]] = {k: [] for k in tools}
+        results: dict[str, list[tuple[float, float, float]]] = {k: [] for k in tools}
         for i in range(args.repeat):  # interleaved, so load changes hit every tool alike
             for name, cmd in tools.items():
                 if name != "0.22.0" or i < args.old_repeat:
-                    results[name].append(measure([str(c) for c in cmd]))
-        med = {k: (statistics.median(w for w, _ in v), max(m for _, m in v)) for k, v in results.items()}
+                    results[name].append(measure([str(c) for c in cmd], py))
+        med = {k: (statistics.median(r[0] for r in v), max(r[1] for r in v), statistics.median(r[2] for r in v))
+               for k, v in results.items()}
         size = f"{path.stat().st_size / 1e6:.0f} MB"
-        old = med.get("0.22.0", (0.0, 0.0))[0]
-        for name, (wall, rss) in med.items():
-            vs_old = f"{wall / old:.3f}" if old else ""
-            print(f"| {kind} | {size} | {name} | {wall:.2f} | {rss:.0f} | {wall / med['raw read'][0]:.1f} "
+        old, old_cpu = med.get("0.22.0", (0.0, 0.0, 0.0))[::2]
+        for name, (wall, rss, cpu) in med.items():
+            vs_old = f"{wall / old:.3f} | {cpu / old_cpu:.3f}" if old else " | "
+            print(f"| {kind} | {size} | {name} | {wall:.2f} | {cpu:.2f} | {rss:.0f} | {wall / med['raw read'][0]:.1f} "
                   f"| {vs_old} |", flush=True)
-    print(f"\nmachine: {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"\nmachine: {os.cpu_count()} cores; {py}; load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 
 

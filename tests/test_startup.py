@@ -1,6 +1,7 @@
 """Start-up stays light: `--version`, `--help`, `rule`/`rules` import neither numpy nor
-the judging, parsing or rendering code (checked in a fresh interpreter, not timed), and
-the light declarations they use agree with the code they stand for."""
+the judging, parsing or rendering code, and `epoch` on a trainer_state.json imports the
+reader, rules and renderer it uses and no other (checked in a fresh interpreter, not
+timed); the light declarations they use agree with the code they stand for."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from trainproof.cli import main
 from trainproof.commands import registry
 from trainproof.docs import rule_markdown, rule_text, rules_markdown
 from trainproof.ruledocs import SNAPSHOT, load, snapshot_of
+from trainproof.rules import base, catalogue, checks
+from trainproof.rules.base import LAZY_GROUPS, statements
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 HEAVY = ("numpy", "trainproof.rules", "trainproof.parsers", "trainproof.render", "trainproof.probes",
@@ -63,8 +66,6 @@ def test_declared_commands_match_their_modules() -> None:
 
 
 def test_rule_docs_snapshot_is_current() -> None:
-    from trainproof.rules import catalogue
-
     live = catalogue()
     stale = json.loads(Path(SNAPSHOT).read_text(encoding="utf-8")) != json.loads(
         json.dumps(snapshot_of(live), ensure_ascii=False))
@@ -82,3 +83,70 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for cmd in registry():
         assert cmd.name in out and cmd.help.split()[0] in out
+
+
+# `epoch` on a small trainer_state.json: the HF reader, the single-run rules, the JSON
+# renderer, numpy; nothing a different format, group, output or command needs.
+STATE = Path(__file__).resolve().parent / "fixtures" / "vocab" / "scratch_w64" / "trainer_state.json"
+EPOCH_LAZY = ("numpy.ma", "orjson", "msgspec", "importlib.metadata",
+              *(f"trainproof.parsers.{m}" for m in ("wandb", "tfevents", "textlog", "clearml", "mlflow", "coqui",
+                                                    "csvlog", "jsonl", "incremental")),
+              *(f"trainproof.rules.{m}" for names in LAZY_GROUPS.values() for m in names),
+              *(f"trainproof.render.{m}" for m in ("text", "github", "sarif", "html", "junit", "svg")),
+              *(f"trainproof.probes.{m}" for m in ("audio", "checkpoint", "dataset", "imports", "machine",
+                                                   "pickle_scan", "safetensors_scan", "speech", "tokenizer")),
+              *(f"trainproof.commands.{m}" for m in ("doctor", "compare", "watch", "preflight", "tokenizer",
+                                                     "data", "env", "rules_cmd")))
+
+
+def test_epoch_imports_only_what_its_log_needs() -> None:
+    mods = _imported(["epoch", str(STATE), "--json"])
+    assert {"trainproof.parsers.hf", "trainproof.rules.run", "trainproof.render.jsonout"} <= set(mods)
+    lazy = [m for m in mods if any(m == h or m.startswith((h + ".", h + "_")) for h in EPOCH_LAZY)]
+    # numpy.ma comes with np.median/np.nanmedian/np.unique's first call: stats.median instead
+    assert lazy == [], f"epoch on a trainer_state.json imported {lazy}"
+
+
+def test_lazy_rule_modules_declare_their_groups_only() -> None:
+    """checks(G) loads LAZY_GROUPS[G] only: a listed module must not declare another group."""
+    catalogue()
+    for group, names in LAZY_GROUPS.items():
+        mods = {f"trainproof.rules.{n}" for n in names}
+        for g in {*base._CHECKS, *LAZY_GROUPS}:
+            for c in checks(g):
+                assert c.judge.__module__ not in mods or c.group == group, (c.name, group)
+        for st in statements().values():
+            assert st.where.__module__ not in mods or st.group == group, (st.scope, group)
+        for rid, r in catalogue().items():
+            assert base._MODULE_OF[rid] not in names or r.group == group, (rid, group)
+
+
+ORDER = """
+import json, sys
+from trainproof.rules import base, checks, catalogue
+for g in sys.argv[1:]:
+    checks(g)
+print(json.dumps(list(catalogue())))
+"""
+
+
+def test_catalogue_order_does_not_depend_on_what_was_loaded_first() -> None:
+    def order(*first: str) -> list[str]:
+        proc = subprocess.run([sys.executable, "-c", ORDER, *first], capture_output=True, text=True,
+                              env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, check=True)
+        return json.loads(proc.stdout)
+
+    assert order() == order("tokenizer", "compare", "env") == order("live", "preflight", "data")
+
+
+def test_declared_formats_match_their_modules() -> None:
+    from trainproof.parsers import _DIR_SNIFFS, FORMATS, textlog
+
+    for name, fmt in FORMATS.items():
+        module = importlib.import_module(f"trainproof.parsers.{fmt.read.__name__.split('.')[0]}")
+        assert name == module.NAME
+        assert callable(module.read)
+    assert FORMATS["textlog"].head == textlog.HEAD
+    for name, sniff_dir in _DIR_SNIFFS.items():
+        mod, attr = sniff_dir.__name__.split(".")
+        assert callable(getattr(importlib.import_module(f"trainproof.parsers.{mod}"), attr)), name

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import difflib
 import math
 import os
 import sys
@@ -182,6 +181,8 @@ def matches(selector: str, rule_id: str) -> bool:
 
 
 def _close(word: str, options: list[str]) -> str:
+    import difflib  # only an unknown name needs it; every judging run imports this module
+
     near = difflib.get_close_matches(word, options, n=3, cutoff=0.6)
     return f" (did you mean {', '.join(near)}?)" if near else ""
 

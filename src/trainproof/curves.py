@@ -44,7 +44,8 @@ def thin(steps: np.ndarray, values: np.ndarray, buckets: int, keep: Sequence[flo
     first = np.flatnonzero(np.r_[True, sorted_col[1:] != sorted_col[:-1]])
     last = np.r_[first[1:] - 1, n - 1]
     cited = np.searchsorted(steps, np.asarray(keep, dtype=float), side="right") - 1
-    idx = np.unique(np.concatenate([order[first], order[last], [0, n - 1], cited[cited >= 0]]))
+    idx = np.sort(np.concatenate([order[first], order[last], [0, n - 1], cited[cited >= 0]]))
+    idx = idx[np.r_[True, idx[1:] != idx[:-1]]]  # np.unique, without its import of numpy.ma
     return tuple(steps[idx].tolist()), tuple(values[idx].tolist())
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,9 +15,11 @@ from trainproof.curves import compare_curves, run_curves
 from trainproof.model import Finding, Level, Location, Report, Run, Skip, SkipKind
 from trainproof.rules import checks
 from trainproof.rules.base import Statement, statement_for, statements
-from trainproof.rules.compare import BAD_BASELINE, Pair, comparable
 from trainproof.rules.status import CMP_UNCOMPARABLE
 from trainproof.selection import screen
+
+if TYPE_CHECKING:  # the compare rules are imported by the compare paths only
+    from trainproof.rules.compare import Pair
 
 # A PASS statement next to any of these would contradict the report's verdict.
 _BLOCKS_PASS = (Level.FAIL, Level.WARN, Level.NOT_CHECKED)
@@ -143,6 +145,8 @@ def judge_run(run: Run, required: bool = True) -> Report:
 def pair_outcome(pair: Pair, baseline_report: Report | Sequence[Report] | None = None) -> Outcome:
     """The compare findings for one run against the baseline (or each of several
     baselines), before any statement."""
+    from trainproof.rules.compare import BAD_BASELINE, comparable
+
     out = apply("compare", pair)
     why = comparable(pair)
     if why is not None and not any(f.level is Level.FAIL for f in out.findings):

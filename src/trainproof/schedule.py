@@ -12,6 +12,7 @@ when two logged LR values are "the same", not whether a run is healthy."""
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,12 +59,23 @@ class Schedule:
 NO_SCHEDULE = Schedule(None, None, (), (), None, None)
 
 
+# The last run read and its schedule: a report asks for it from several checks (eight
+# on a trainer_state.json), each a pass over the lr series (~30 ms at 1M points). A
+# weak reference, so no run is kept alive for the cache's sake.
+_last: tuple[weakref.ref[Run], Schedule] | None = None
+
+
 def read_schedule(run: Run) -> Schedule:
     """The run's schedule from run.get("lr") and run.meta; never raises on odd data."""
+    global _last
+    if _last is not None and _last[0]() is run:
+        return _last[1]
     try:
-        return _read(run)
+        sched = _read(run)
     except Exception:  # a schedule reading is context for rules, never a reason to fail a report
-        return NO_SCHEDULE
+        sched = NO_SCHEDULE
+    _last = (weakref.ref(run), sched)
+    return sched
 
 
 def _read(run: Run) -> Schedule:

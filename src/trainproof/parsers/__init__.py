@@ -1,23 +1,29 @@
 """The format registry: every log format trainproof reads, with a cheap sniff
 (file name + first KiBs) that `--format auto` and `doctor` both use, and the one
-function that turns a reader's columns into a canonical Run."""
+function that turns a reader's columns into a canonical Run.
+
+Formats are declared here by name and module; a format's module is imported the
+first time its sniff, reader or store is called, so judging a trainer_state.json
+imports the HF reader and not the TensorBoard, W&B or text-log ones."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import itertools
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from trainproof.address import SEPARATOR, join_address
 from trainproof.files import require_regular
 from trainproof.model import InputError, Run, Series
-from trainproof.parsers import clearml, coqui, csvlog, hf, jsonl, mlflow, mlflow_files, textlog, wandb
 from trainproof.parsers.base import Format, RawLog, read_text_head
 from trainproof.parsers.columns import CANONICAL, choose
 from trainproof.parsers.compressed import compression, is_archive, logical_name, open_log, stream_notes
-from trainproof.parsers.stores import read_selected
+from trainproof.parsers.stores import Store, read_selected
 
 FORMATS: dict[str, Format] = {}
 DirSniff = Callable[[Path], bool]
@@ -30,31 +36,44 @@ def register(fmt: Format, sniff_dir: DirSniff | None = None) -> None:
         _DIR_SNIFFS[fmt.name] = sniff_dir
 
 
-register(Format(hf.NAME, hf.sniff, hf.read, "HuggingFace Trainer trainer_state.json", compressed=True))
-wandb.register_into(register)  # a binary header or the .wandb suffix: decided before any text sniff
-register(Format(coqui.NAME, coqui.sniff, coqui.read, "Coqui Trainer text log (trainer_0_log.txt)", compressed=True))
-register(Format(jsonl.NAME, jsonl.sniff, jsonl.read, "JSON Lines, one metrics object per line", compressed=True))
-register(Format(csvlog.NAME, csvlog.sniff, csvlog.read, "CSV/TSV with a header row", compressed=True))
-register(mlflow.FORMAT, mlflow_files.sniff_dir)
-register(Format(clearml.NAME, clearml.sniff, clearml.read,
-                "ClearML scalar events: an offline session folder or zip, or metrics.jsonl"), clearml.sniff_dir)
+def _lazy(module: str, attr: str) -> Callable[..., Any]:
+    """`trainproof.parsers.<module>.<attr>`, its module imported on the first call."""
+    target = f"{__name__}.{module}"
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(target), attr)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = f"{module}.{attr}"
+    return call
 
 
-def _load_optional() -> None:
-    """Formats in modules with heavier imports register themselves when present."""
-    try:
-        from trainproof.parsers import tfevents
-    except ImportError:
-        return
-    tfevents.register_into(register)
+def _declare(module: str, name: str, description: str, sniff_dir: bool = False, **kw: Any) -> None:
+    """A format whose module exports sniff and read (and sniff_dir for run directories)."""
+    register(Format(name, _lazy(module, "sniff"), _lazy(module, "read"), description, **kw),
+             _lazy(module, "sniff_dir") if sniff_dir else None)
 
 
-_load_optional()
+# In sniffing order. The names are the modules' NAME and textlog's head its HEAD
+# (tests/test_startup.py checks both against the modules).
+_declare("hf", "hf", "HuggingFace Trainer trainer_state.json", compressed=True)
+# a binary header or the .wandb suffix: decided before any text sniff
+_declare("wandb", "wandb", "Weights & Biases run log (run-*.wandb) or its run directory", sniff_dir=True)
+_declare("coqui", "coqui", "Coqui Trainer text log (trainer_0_log.txt)", compressed=True)
+_declare("jsonl", "jsonl", "JSON Lines, one metrics object per line", compressed=True)
+_declare("csvlog", "csv", "CSV/TSV with a header row", compressed=True)
+register(Format("mlflow", _lazy("mlflow_sqlite", "sniff"), _lazy("mlflow", "read"),
+                "MLflow tracking store: mlflow.db (SQLite) or an mlruns/ tree, experiment or run directory",
+                store=Store(_lazy("mlflow", "runs"), _lazy("mlflow", "read_one")),
+                confirm=_lazy("mlflow_sqlite", "confirm")), _lazy("mlflow_files", "sniff_dir"))
+_declare("clearml", "clearml", "ClearML scalar events: an offline session folder or zip, or metrics.jsonl",
+         sniff_dir=True)
+if importlib.util.find_spec(f"{__name__}.tfevents") is not None:  # not in every tree
+    _declare("tfevents", "tfevents", "TensorBoard event files (events.out.tfevents.*) or a run directory",
+             sniff_dir=True)
 # Last: a stdout capture is claimed only when no structured format is (a Coqui log,
 # JSON lines and CSV rows are text files too).
-register(Format(textlog.NAME, textlog.sniff, textlog.read,
-                "training stdout / text log (HF Trainer, TRL, nanoGPT, Megatron-LM, NeMo, DeepSpeed, "
-                "fairseq, torchtune)", head=textlog.HEAD, compressed=True))
+_declare("textlog", "textlog", "training stdout / text log (HF Trainer, TRL, nanoGPT, Megatron-LM, NeMo, "
+         "DeepSpeed, fairseq, torchtune)", head=128 << 10, compressed=True)
 
 
 def detect(path: Path) -> Format | None:
@@ -196,6 +215,19 @@ def _ordered(name: str, steps: np.ndarray, values: np.ndarray) -> tuple[Series, 
     if steps.size < 2 or bool(np.all(steps[1:] > steps[:-1])):
         return Series(name, steps, values), 0, nan_steps, [], 0
     starts = np.flatnonzero(steps[1:] <= steps[:-1]) + 1
+    if bool(np.all(steps[starts] == steps[starts - 1])) and bool(
+            np.all(np.isclose(values[starts - 1], values[starts], equal_nan=True))):
+        # Only identical rewrites (HF logs `epoch` in the train and the eval entry of one
+        # step): the loop below would drop each earlier point and record nothing.
+        keep = np.ones(steps.size, dtype=bool)
+        keep[starts - 1] = False
+        return Series(name, steps[keep], values[keep]), 0, nan_steps, [], 0
+    return _replay(name, steps, values, starts, nan_steps)
+
+
+def _replay(name: str, steps: np.ndarray, values: np.ndarray, starts: np.ndarray,
+            nan_steps: int) -> tuple[Series, int, int, list[dict], int]:
+    """_ordered's general case: the segments that begin at `starts`, in log order."""
     bounds = [0, *starts.tolist(), steps.size]
     # Chunks of (steps, values) in log order; a resume trims chunks from the end, so every
     # point is appended and removed at most once (linear even when every step repeats).

@@ -28,7 +28,7 @@ SLICE = 4 << 20
 _HISTORY = re.compile(rb'"log_history"\s*:\s*\[')
 _EMPTY = re.compile(rb"\s*\]")
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
-_END = re.compile(rb"\}\s*\]")
+_BLANK = b" \t\n\r\f\v"  # what \s matches in a bytes pattern
 # Keys only the end-of-training summary carries together with no per-step loss. Per-step
 # entries can carry train_runtime too (transformers 5.x, include_num_input_tokens_seen).
 _RUN_TOTALS = ("train_loss", "total_flos", "train_runtime")
@@ -50,10 +50,10 @@ def _slices(data: bytes) -> tuple[bytes, list[tuple[int, int]]]:
     m = _HISTORY.search(data)
     if m is None or _EMPTY.match(data, m.end()):
         raise _Irregular
-    end = _END.search(data, m.end())
-    if end is None:
+    close = _end(data, m.end())
+    if close < 0:
         raise _Irregular
-    stop = end.start() + 1
+    stop = close + 1
     out, pos = [], m.end()
     while pos < stop:
         cut = _BOUNDARY.search(data, pos + SLICE, stop) if pos + SLICE < stop else None
@@ -62,7 +62,21 @@ def _slices(data: bytes) -> tuple[bytes, list[tuple[int, int]]]:
             break
         out.append((pos, cut.start() + 1))
         pos = cut.end() - 1
-    return data[: m.end()] + data[end.end() - 1 :], out
+    return data[: m.end()] + data[data.index(b"]", close) :], out
+
+
+def _end(data: bytes, pos: int) -> int:
+    """Where the first `}` followed by blanks and `]` after `pos` starts, or -1: the end of
+    log_history in a trainer's layout. Found from each `]` (bytes.find, a memchr) rather
+    than by a regex over the whole history; the same match as `\\}\\s*\\]`'s first."""
+    while (close := data.find(b"]", pos)) >= 0:
+        at = close - 1
+        while at >= pos and data[at] in _BLANK:
+            at -= 1
+        if at >= pos and data[at] == 0x7D:  # }
+            return at
+        pos = close + 1
+    return -1
 
 
 # (entries, may hold booleans, typed): dicts from the general decoder, or typed.py's

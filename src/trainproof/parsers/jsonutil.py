@@ -10,12 +10,36 @@ import json
 import re
 from typing import Any
 
-try:
-    import orjson as _orjson
-except ImportError:  # optional speed-up ([fast] extra)
-    _orjson = None
+# orjson is imported once the decoded bytes add up to this much: its import (~10 ms,
+# it loads zoneinfo and sysconfig) costs more than the standard library takes on a
+# short log, a 60-entry trainer_state.json included. Before that, the standard
+# library decodes text on which both give the same values: any text orjson refuses
+# ends in the standard library anyway, so only text orjson reads differently goes
+# to it (bare NaN/Infinity, which it reads quoted; integers past 64 bits, which it
+# reads as floats; nesting the standard library's recursion may not reach).
+ORJSON_AFTER = 256 << 10
+_orjson: Any = None  # the module, False when not installed, None until needed
+_decoded = 0
 
 _BARE = re.compile(rb'(?<![\w"])(-?Infinity|NaN)(?![\w"])')
+_LONG_INT = re.compile(rb"\d{19}")
+_DEEP = 256  # opening brackets; far below the recursion limit
+
+
+def _fast(data: bytes) -> Any:
+    """orjson, when installed and worth importing for `data`; else None."""
+    global _orjson, _decoded
+    _decoded += len(data)
+    if _orjson is None:
+        if _decoded < ORJSON_AFTER and not (_BARE.search(data) or _LONG_INT.search(data)
+                                            or data.count(b"[") + data.count(b"{") > _DEEP):
+            return None
+        try:
+            import orjson
+        except ImportError:  # optional speed-up ([fast] extra)
+            orjson = False
+        _orjson = orjson
+    return _orjson or None
 
 
 def loads(data: bytes) -> Any:
@@ -28,14 +52,15 @@ def loads(data: bytes) -> Any:
 
 
 def _loads(data: bytes) -> Any:
-    if _orjson is not None:
+    fast = _fast(data)
+    if fast is not None:
         try:
-            return _orjson.loads(data)
-        except _orjson.JSONDecodeError:
+            return fast.loads(data)
+        except fast.JSONDecodeError:
             if _BARE.search(data):
                 try:
-                    return _orjson.loads(_BARE.sub(rb'"\1"', data))
-                except _orjson.JSONDecodeError:
+                    return fast.loads(_BARE.sub(rb'"\1"', data))
+                except fast.JSONDecodeError:
                     pass
     return json.loads(data)
 

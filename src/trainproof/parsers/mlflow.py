@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainproof.parsers import mlflow_files, mlflow_sqlite
-from trainproof.parsers.base import Format, RawLog
+from trainproof.parsers.base import RawLog
 from trainproof.parsers.stores import RunRef, Store, read_selected
 
 NAME = "mlflow"
@@ -28,8 +28,3 @@ STORE = Store(runs, read_one)
 def read(path: Path) -> RawLog:
     """The only run the path holds (an InputError names them when there are several)."""
     return read_selected(STORE, path, None)[1]
-
-
-FORMAT = Format(NAME, mlflow_sqlite.sniff, read,
-                "MLflow tracking store: mlflow.db (SQLite) or an mlruns/ tree, experiment or run directory",
-                store=STORE, confirm=mlflow_sqlite.confirm)

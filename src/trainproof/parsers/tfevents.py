@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from trainproof.model import InputError
-from trainproof.parsers.base import Format, RawLog, require_file
+from trainproof.parsers.base import RawLog, require_file
 from trainproof.parsers.tfevents_crc import crc32c, mask
 from trainproof.parsers.tfevents_decode import Points, Tags, decode_chunk, group_by
 from trainproof.parsers.tfevents_frame import Damage, read_chunks
@@ -141,8 +141,3 @@ def read(path: Path) -> RawLog:
         return _read_files(files, lambda p: str(p.relative_to(path)))
     require_file(path)
     return _read_files([(path, "")], lambda p: p.name)
-
-
-def register_into(register: Callable[..., None]) -> None:
-    register(Format(NAME, sniff, read, "TensorBoard event files (events.out.tfevents.*) or a run directory"),
-             sniff_dir)

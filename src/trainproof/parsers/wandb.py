@@ -17,11 +17,10 @@ protobuf are never imported. Memory holds the points kept plus one batch of rows
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 from trainproof.model import InputError
-from trainproof.parsers.base import Columns, Format, RawLog, require_file
+from trainproof.parsers.base import Columns, RawLog, require_file
 from trainproof.parsers.columns import is_step
 from trainproof.parsers.rows import add_rows, find_step_key
 from trainproof.parsers.wandb_frame import Damage, is_header, read_payloads
@@ -138,8 +137,3 @@ def read(path: Path) -> RawLog:
         return _read(files)
     require_file(path)
     return _read([path])
-
-
-def register_into(register: Callable[..., None]) -> None:
-    register(Format(NAME, sniff, read, "Weights & Biases run log (run-*.wandb) or its run directory"),
-             sniff_dir)

@@ -6,22 +6,34 @@ files written atomically, a closed pipe ended quietly)."""
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TextIO
 
 from trainproof.model import ReportSet
-from trainproof.render import github, html, jsonout, junit, sarif, text
 from trainproof.render.sink import STDOUT, OutputError, stdout_format, write_report, write_stdout
 
 
+def _module(name: str) -> Callable[[ReportSet], str]:
+    """`render.<name>.render`, imported on the first call: a plain `epoch --json` need not
+    import the HTML, SARIF (the whole rule catalogue) or JUnit (XML) code."""
+
+    def render(rs: ReportSet) -> str:
+        return importlib.import_module(f"{__name__}.{name}").render(rs)
+
+    return render
+
+
 def _json_file(rs: ReportSet) -> str:
+    from trainproof.render import jsonout
+
     return jsonout.render(replace(rs, streamed=False))  # a file holds one indented document
 
 
 RENDERERS: dict[str, Callable[[ReportSet], str]] = {
-    "text": text.render, "json": jsonout.render, "json_out": _json_file,
-    "sarif": sarif.render, "html": html.render, "junit": junit.render,
+    "text": _module("text"), "json": _module("jsonout"), "json_out": _json_file,
+    "sarif": _module("sarif"), "html": _module("html"), "junit": _module("junit"),
 }
 
 
@@ -35,7 +47,7 @@ def write_outputs(rs: ReportSet, args: argparse.Namespace, out: TextIO) -> None:
     fmt = stdout_format(args)
     body = RENDERERS[fmt](rs)
     if fmt == "text" and getattr(args, "github", False):
-        body += github.render(rs)
+        body += _module("github")(rs)
     failed: list[str] = []
     try:
         write_stdout(body, out)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from trainproof.stdio import FILE_OPTIONS, STDOUT, OutputError, stdout_format, write_stdout
@@ -65,6 +64,8 @@ def _is_report(path: Path, kind: str) -> bool:
 def _replace(real: Path, data: bytes, mode: int | None) -> None:
     """Write `data` to a temporary file in `real`'s directory, sync it, rename it over
     `real`. The temporary file is removed whatever stops the write (a signal included)."""
+    import tempfile  # here, not at the top: a report on standard output alone need not import it
+
     fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name[:80]}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:

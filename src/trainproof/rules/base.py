@@ -8,7 +8,9 @@ could be checked); the engine makes that statement, in one place, for every scop
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -188,8 +190,38 @@ class Statement:
         return self.scope.split(":", 1)[0]
 
 
+# Rule modules imported only when one of their groups is asked for (its checks, a
+# statement of its scope, the whole catalogue): `epoch` judges single_run alone and
+# need not import the probes these import. A module listed nowhere is imported with
+# the package, so a new rule module is never missed, only eager until listed here
+# (tests/test_startup.py checks that each listed module declares only its groups).
+LAZY_GROUPS: dict[str, tuple[str, ...]] = {
+    "compare": ("compare_align", "compare", "compare_eval"),
+    "data": ("data",),
+    "env": ("env",),
+    "live": ("live",),
+    "preflight": ("preflight",),
+    "tokenizer": ("tokenizer",),
+}
+_LOADED: set[str] = set()
+
+
+def load_group(group: str) -> None:
+    """Import the modules that declare `group`'s rules, checks and statements."""
+    if group not in _LOADED:
+        _LOADED.add(group)
+        for name in LAZY_GROUPS.get(group, ()):
+            importlib.import_module(f"{__package__}.{name}")
+
+
+def _load_all() -> None:
+    for group in LAZY_GROUPS:
+        load_group(group)
+
+
 _CHECKS: dict[str, list[Check]] = {}
 _RULES: dict[str, Rule] = {}
+_MODULE_OF: dict[str, str] = {}  # rule id -> the rule module that declared it
 _STATEMENTS: dict[str, Statement] = {}
 SubjectBuilder = Callable[[Mapping[str, Any]], tuple[str, Any]]
 _EXAMPLE_SUBJECTS: dict[str, SubjectBuilder] = {}
@@ -207,6 +239,7 @@ def example_subject(group: str) -> Callable[[SubjectBuilder], SubjectBuilder]:
 
 
 def example_for(r: Rule, ex: Example) -> tuple[str, Any]:
+    load_group(r.group)
     return _EXAMPLE_SUBJECTS[r.group](ex.data)
 
 
@@ -219,10 +252,12 @@ def statement(scope: str, passed: Rule | None, where: Callable[[Any], Location],
 
 
 def statement_for(scope: str) -> Statement:
+    load_group(scope.split(":", 1)[0])
     return _STATEMENTS[scope]
 
 
 def statements() -> Mapping[str, Statement]:
+    _load_all()
     return dict(_STATEMENTS)
 
 
@@ -232,6 +267,7 @@ def rule(**kwargs: Any) -> Rule:
     if r.id in _RULES:
         raise ValueError(f"duplicate rule id {r.id}")
     _RULES[r.id] = r
+    _MODULE_OF[r.id] = sys._getframe(1).f_globals.get("__name__", "").rpartition(".")[2]
     return r
 
 
@@ -272,8 +308,15 @@ def _place_rules(moved: tuple[Rule, ...], behind: tuple[Rule, ...]) -> None:
 
 
 def checks(group: str) -> Sequence[Check]:
+    load_group(group)
     return tuple(_CHECKS.get(group, ()))
 
 
 def catalogue() -> Mapping[str, Rule]:
-    return dict(_RULES)
+    """Every rule, in one order whatever was loaded first: the eagerly imported modules'
+    rules as declared (the package imports those first), then LAZY_GROUPS' modules in
+    the order listed there."""
+    _load_all()
+    rank = {name: i for i, name in enumerate(n for names in LAZY_GROUPS.values() for n in names)}
+    order = sorted(enumerate(_RULES), key=lambda ir: (rank.get(_MODULE_OF[ir[1]], -1), ir[0]))
+    return {rid: _RULES[rid] for _, rid in order}

@@ -154,7 +154,7 @@ def measure_climb(e: Series) -> Climb | None:
     if after < _AFTER.value:
         return None
     k = min(int(_END.value), after)
-    start, floor, end = float(e.values[0]), float(e.values[i]), float(np.median(e.values[-k:]))
+    start, floor, end = float(e.values[0]), float(e.values[i]), float(stats.median(e.values[-k:]))
     sigma = stats.log_noise_detrended(e.values)
     up = float(np.log(end / floor))
     se = sigma * np.sqrt(1.0 + stats.MEDIAN_SE**2 / k)

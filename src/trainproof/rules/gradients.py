@@ -107,7 +107,7 @@ def reaction(view: LossView, step: float) -> float | None:
         return float("inf")  # NaN, or HF's NaN filter logging 0.0 from the event's step on
     if view.log:
         after, before = np.log(after), np.log(before)
-    rise = float(after.max() - np.median(before))
+    rise = float(after.max() - stats.median(before))
     local = stats.point_noise(before) if before.size >= _SPIKE_MIN_BASELINE.value else 0.0
     sigma = max(local, view.sigma)
     if sigma <= 0:
@@ -336,7 +336,7 @@ def initial_drop_end(run: Run) -> float | None:
 
     def steep(i: int) -> bool:
         ahead = v[i + 1: i + 1 + m]
-        return bool(ahead.size) and float(v[i] - np.median(ahead)) > bar
+        return bool(ahead.size) and float(v[i] - stats.median(ahead)) > bar
 
     # A grid of m/20 points, then the stride before the first point off the drop: ~20
     # window medians per window, not one per point (4e9 values on a 200,000-point log).

@@ -100,9 +100,9 @@ def _gain(reward: Series) -> dict | None:
         return None
     k = max(1, int(n * REWARD_FLAT.t("edge")))
     v = reward.values
-    start, end = float(np.median(v[:k])), float(np.median(v[-k:]))
+    start, end = float(stats.median(v[:k])), float(stats.median(v[-k:]))
     # Absolute noise: rewards can be 0 or negative, so no logs; differences cancel the trend.
-    noise = float(1.4826 * np.median(np.abs(np.diff(v))) / np.sqrt(2.0))
+    noise = float(1.4826 * stats.median(np.abs(np.diff(v))) / np.sqrt(2.0))
     se = noise * stats.MEDIAN_SE * np.sqrt(2.0 / k)
     gain_se = (end - start) / se if se > 0 else (np.inf if end > start else 0.0)
     return {"start": start, "end": end, "k": k, "gain_se": float(gain_se), "noise": noise,
@@ -133,8 +133,8 @@ def reward_progress(run: Run) -> list[Finding] | Skip:
     if zero is not None:
         zero = zero.finite_only()
         late = zero.values[len(zero) // 2:]
-        if len(zero) >= NO_SIGNAL.t("min_points") and np.median(late) >= NO_SIGNAL.t("share"):
-            return [NO_SIGNAL.finding(where, share=float(np.median(late)),
+        if len(zero) >= NO_SIGNAL.t("min_points") and stats.median(late) >= NO_SIGNAL.t("share"):
+            return [NO_SIGNAL.finding(where, share=float(stats.median(late)),
                                       from_step=float(zero.steps[len(zero) // 2]),
                                       step=float(zero.steps[-1]), gain_se=g["gain_se"],
                                       start=g["start"], end=g["end"])]

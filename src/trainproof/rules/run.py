@@ -181,7 +181,7 @@ def _held_after_floor(values: np.ndarray, b: stats.Blocks, i: int, floor: float,
     if rest.size == 0 or floor <= 0:
         return 0, 0.0
     se = stats.MEDIAN_SE * sigma * np.sqrt(1.0 / size + 1.0 / rest.size)
-    gap = float(np.log(np.median(rest) / floor))
+    gap = float(np.log(stats.median(rest) / floor))
     return int(rest.size), (gap / se if se > 0 else (np.inf if gap > 0 else 0.0))
 
 

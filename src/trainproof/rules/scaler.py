@@ -12,6 +12,7 @@ import numpy as np
 
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
+from trainproof.stats import median
 
 G = "single_run"
 
@@ -97,7 +98,7 @@ def _interval_lengths(s: Series) -> np.ndarray:
     iterations since the previous log line. The first interval is as long as the typical
     one (a resumed log's first step says nothing about where its interval began)."""
     gaps = np.diff(s.steps)
-    typical = float(np.median(gaps)) if gaps.size else 1.0
+    typical = float(median(gaps)) if gaps.size else 1.0
     first = min(float(s.steps[0]), typical) if s.steps[0] > 0 else typical
     return np.maximum(np.concatenate(([first], gaps)), 1.0)
 

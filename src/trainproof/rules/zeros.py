@@ -93,7 +93,7 @@ def _zero_onset_reason(run: Run, s: Series, i: int) -> str | None:
     r = ZERO_LOSS_ONSET
     d = stats.printed_decimals(s.values[:i], int(r.t("rounded_decimals")))
     resolution = 10.0 ** -d if d <= r.t("rounded_decimals") else r.t("fp32_resolution")
-    lead = float(np.median(np.abs(s.values[max(0, i - int(r.t("min_tail"))):i])))
+    lead = float(stats.median(np.abs(s.values[max(0, i - int(r.t("min_tail"))):i])))
     start = float(s.values[0])
     if lead > r.t("approach") * resolution or lead > r.t("fallen") * abs(start):
         return (f"it dropped from {lead:.3g} (median of the points before; {lead / resolution:.0f}x the "
