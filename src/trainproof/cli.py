@@ -52,7 +52,7 @@ def _add_shared(p: argparse.ArgumentParser, cmd: Command) -> None:
                      help="also print GitHub Actions workflow annotations (not beside a machine "
                      "format on standard output)")
     out.add_argument("--junit", metavar="PATH", help="also write a JUnit XML report")
-    from trainproof.config import add_arguments as add_config_arguments
+    from trainproof.config_args import add_arguments as add_config_arguments
 
     add_config_arguments(p)
     if cmd.log_input:

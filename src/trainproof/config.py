@@ -311,16 +311,6 @@ def as_config(value: Config | Mapping[str, Any] | str | os.PathLike[str] | None)
 # -- the command line ---------------------------------------------------------------
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("configuration", "Read from [tool.trainproof] in pyproject.toml or a "
-                             "trainproof.toml, found upward from the working directory.")
-    g.add_argument("--config", metavar="PATH", help="read this configuration file instead of searching")
-    g.add_argument("--isolated", action="store_true", help="ignore every configuration file")
-    g.add_argument("--select", metavar="IDS", help="comma-separated rule IDs or prefixes; replaces select")
-    g.add_argument("--extend-select", metavar="IDS", help="comma-separated rule IDs or prefixes to add")
-    g.add_argument("--ignore", metavar="IDS", help="comma-separated rule IDs or prefixes to leave out")
-
-
 def _cli_list(text: str | None, option: str, configurable: set[str]) -> tuple[str, ...] | None:
     if text is None:
         return None
