@@ -52,3 +52,10 @@ def evidence_matrix_module() -> ModuleType:
         sys.modules["evidence_matrix"] = mod
         spec.loader.exec_module(mod)
     return sys.modules["evidence_matrix"]
+
+
+@pytest.fixture(autouse=True)
+def _colour_left_to_the_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CI runner that sets FORCE_COLOR would paint the text reports tests read; tests
+    that are about colour set it themselves."""
+    monkeypatch.delenv("FORCE_COLOR", raising=False)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from trainproof import __version__
 from trainproof.commands import Command, registry
-from trainproof.stdio import OutputError, say, write_stdout
+from trainproof.stdio import OUTPUT_FORMATS, OutputError, say, write_stdout
 
 if TYPE_CHECKING:
     from trainproof.model import ReportSet
@@ -52,6 +52,22 @@ def _add_shared(p: argparse.ArgumentParser, cmd: Command) -> None:
                      help="also print GitHub Actions workflow annotations (not beside a machine "
                      "format on standard output)")
     out.add_argument("--junit", metavar="PATH", help="also write a JUnit XML report")
+    out.add_argument("--gitlab", metavar="PATH", help="also write a GitLab Code Quality report (JSON)")
+    out.add_argument("--output-format", choices=list(OUTPUT_FORMATS), metavar="FORMAT",
+                     help="what standard output holds: " + "|".join(OUTPUT_FORMATS) + " (default text; "
+                     "--json is json, --github adds annotations after the text)")
+    out.add_argument("-q", "--quiet", action="store_true",
+                     help="text: one line per report that did not PASS, nothing on PASS")
+    out.add_argument("--statistics", action="store_true",
+                     help="text: count the findings per rule ID instead of listing them")
+    out.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                     help="colour the verdicts in the text report: auto (default: on a terminal, "
+                     "unless NO_COLOR is set or FORCE_COLOR asks for it), always, never")
+    gate = p.add_argument_group("exit code", "0 pass, 1 FAIL, 2 could not judge (see CONTRACTS.md)")
+    gate.add_argument("--exit-zero", action="store_true",
+                      help="exit 0 even when a report FAILs; could-not-judge still exits 2")
+    gate.add_argument("--fail-on", choices=["fail", "warn"], default="fail",
+                      help="the verdict that exits 1: fail (default), or warn (WARN exits 1 too)")
     from trainproof.config_args import add_arguments as add_config_arguments
 
     add_config_arguments(p)
@@ -121,6 +137,8 @@ def _main(argv: Sequence[str] | None) -> int:
     cmd: Command = args._cmd
     if hasattr(args, "map"):
         args.map = dict(args.map)
+    if getattr(args, "output_format", None) == "json":
+        args.json = True  # one spelling for the commands that stream JSON (watch)
     from trainproof.signals import sigterm_interrupts
 
     with sigterm_interrupts():
@@ -134,9 +152,13 @@ def _run(cmd: Command, args: argparse.Namespace) -> int:
     from trainproof.stdio import stdout_format
 
     try:
-        stdout_format(args)  # refused before any work: machine formats never share stdout
+        fmt = stdout_format(args)  # refused before any work: machine formats never share stdout
     except Exception as exc:  # InputError, the only one it raises
         say(f"trainproof: error: {exc}")
+        return _CANNOT_JUDGE
+    if getattr(args, "statistics", False) and fmt != "text":
+        say("trainproof: error: --statistics replaces the text report, but standard output holds "
+            f"{fmt.replace('_', '-')}: write that report to a file to use both")
         return _CANNOT_JUDGE
     try:
         result = _judged(cmd, args)
@@ -187,4 +209,4 @@ def _emit(rs: ReportSet, args: argparse.Namespace) -> int:
         return int(ExitCode.CANNOT_JUDGE)
     if rs.error is not None:
         say(f"trainproof: error: {rs.error}")
-    return int(rs.exit_code)
+    return int(rs.gated_exit_code(getattr(args, "fail_on", "fail"), getattr(args, "exit_zero", False)))

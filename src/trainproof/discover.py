@@ -4,6 +4,7 @@ ends up judged or listed as not judged with its reason."""
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import stat
@@ -39,6 +40,17 @@ class Discovery:
     # a directory run -> the other logs found inside it: more records of the same run
     # (Lightning's metrics.csv beside its event file), judged with it when they agree
     records: dict[Path, list[tuple[Path, Format]]] = field(default_factory=dict)
+
+
+def excluded(shown: str, globs: list[str]) -> str | None:
+    """The first `--exclude` GLOB that matches a log, as shown ('/'-separated): the whole
+    path, its file name, or one of its folder names (`--exclude 'seed*'` drops every log
+    under a seed43/ folder). None when it is kept."""
+    parts = Path(shown).parts
+    for glob in globs:
+        if fnmatch.fnmatchcase(Path(shown).as_posix(), glob) or any(fnmatch.fnmatchcase(p, glob) for p in parts):
+            return glob
+    return None
 
 
 def _not_log(name: str) -> bool:

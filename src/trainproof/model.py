@@ -192,6 +192,18 @@ class ReportSet:
             return ExitCode.CANNOT_JUDGE
         return ExitCode.OK
 
+    def gated_exit_code(self, fail_on: str = "fail", exit_zero: bool = False) -> ExitCode:
+        """`exit_code` under the CLI's gate options. `fail_on="warn"` makes a WARN verdict
+        exit 1; `exit_zero` turns 1 into 0 but never hides could-not-judge: a required
+        input that was NOT-CHECKED (which a FAIL elsewhere outranks in `exit_code`) is 2."""
+        code = self.exit_code
+        if code is ExitCode.OK and fail_on == "warn" and any(r.verdict is Verdict.WARN for r in self.reports):
+            code = ExitCode.FAIL
+        if code is ExitCode.FAIL and exit_zero:
+            unjudged = any(r.verdict is Verdict.NOT_CHECKED and r.required for r in self.reports)
+            return ExitCode.CANNOT_JUDGE if unjudged else ExitCode.OK
+        return code
+
     def triaged(self) -> tuple[Report, ...]:
         return tuple(sorted(self.reports, key=lambda r: r.verdict.rank))
 

@@ -1,7 +1,8 @@
 """Standard streams as the CLI uses them. Standard output holds one thing a machine
 reads, or the text report (with `--github` annotations, which GitHub reads from the
-job log): `--json` and every report file option given `-` claim it, and two claims,
-or a claim beside `--github`, are refused before any work is done (exit 2, one line).
+job log): `--output-format`, `--json` and every report file option given `-` claim it,
+and two claims, or a claim beside `--github`, are refused before any work is done (exit
+2, one line).
 A reader that goes away (`| head -1`) ends the output quietly instead of with a
 BrokenPipeError traceback; a stream that cannot be written (a full disk) is one error
 line; a closed stderr is not worth a traceback either. Light on purpose: `--version`,
@@ -17,7 +18,11 @@ from typing import TextIO
 
 STDOUT = "-"
 # option attribute -> the flag users type
-FILE_OPTIONS = {"json_out": "--json-out", "sarif": "--sarif", "html": "--html", "junit": "--junit"}
+FILE_OPTIONS = {"json_out": "--json-out", "sarif": "--sarif", "html": "--html", "junit": "--junit",
+                "gitlab": "--gitlab"}
+# --output-format NAME -> the renderer that holds standard output
+OUTPUT_FORMATS = {"text": "text", "json": "json", "json-lines": "json_lines", "sarif": "sarif",
+                  "github": "github", "junit": "junit", "gitlab": "gitlab", "html": "html"}
 
 
 class OutputError(Exception):
@@ -25,13 +30,27 @@ class OutputError(Exception):
 
 
 def stdout_format(args: argparse.Namespace) -> str:
-    """'text', 'json', or the file option (json_out, sarif, html, junit) given `-`;
-    InputError when the options would mix machine output on standard output."""
+    """'text', or the renderer that holds standard output: `--output-format`'s (json,
+    json_lines, sarif, github, junit, gitlab, html), `--json`'s, or a file option's given
+    `-`; InputError when the options would mix machine output on standard output.
+    `--json` is `--output-format json`; `--github` beside the text is annotations after it."""
     empty = [flag for opt, flag in FILE_OPTIONS.items() if getattr(args, opt, None) == ""]
     if empty:  # an unset CI variable (`--sarif "$OUT"`): no report would be written, silently
         _refuse(f"{empty[0]} was given an empty PATH")
-    claims = [("json", "--json")] if getattr(args, "json", False) else []
+    named = getattr(args, "output_format", None)
+    claims = [(OUTPUT_FORMATS[named], f"--output-format {named}")] if named else []
+    if getattr(args, "json", False) and named != "json":  # the same claim twice is one claim
+        claims.append(("json", "--json"))
     claims += [(opt, f"{flag} {STDOUT}") for opt, flag in FILE_OPTIONS.items() if getattr(args, opt, None) == STDOUT]
+    if claims and claims[0][0] == "text" and len(claims) > 1:
+        _refuse(f"--output-format text and {claims[1][1]} would each write to standard output; "
+                "give all but one of them a file path")
+    claims = [c for c in claims if c[0] != "text"]
+    if claims and claims[0][0] == "github":
+        if len(claims) > 1:
+            _refuse(f"--output-format github annotations go to standard output, which {claims[1][1]} "
+                    "would also write: give it a file path")
+        return "github"
     if len(claims) > 1:
         _refuse(f"{' and '.join(c[1] for c in claims)} would each write to standard output; "
                 "give all but one of them a file path")

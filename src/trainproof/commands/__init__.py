@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 # module, name, aliases, log_input, help: in the order `--help` lists them
 _SPECS: tuple[tuple[str, str, tuple[str, ...], bool, str], ...] = (
-    ("epoch", "epoch", (), True, "judge one training log (single-run rules)"),
+    ("epoch", "epoch", (), True, "judge one or more training logs (single-run rules), one report each"),
     ("doctor", "doctor", ("diagnose",), True, "find every training log under PATH and judge each"),
     ("compare", "compare", (), True,
      "compare one or more runs against a known-good baseline (or several seeds of it)"),

@@ -15,6 +15,7 @@ from trainproof.model import InputError, Run
 from trainproof.parsers import read_run
 from trainproof.probes.vocab import Vocabulary, find_vocabulary
 from trainproof.rules.vocab import START_ABOVE_CHANCE
+from trainproof.stdin_log import STDIN, stdin_log
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,14 @@ class LogOptions:
 
 
 def load(path: str, args: argparse.Namespace | LogOptions) -> Run:
-    """`path` may be a `PATH::RUN_ID` address naming one run of a multi-run store."""
+    """`path` may be a `PATH::RUN_ID` address naming one run of a multi-run store, or `-`
+    for standard input (trainproof.stdin_log)."""
+    if path == STDIN:
+        copy = stdin_log()
+        try:
+            return read_run(copy, getattr(args, "format", "auto"), getattr(args, "map", {}) or {}, display=STDIN)
+        except InputError as exc:  # said of the temporary copy: say it of what the user gave
+            raise InputError(str(exc).replace(str(copy), "standard input (-)")) from None
     where, run = split_address(path)
     return read_run(Path(where), getattr(args, "format", "auto"), getattr(args, "map", {}) or {},
                     display=where, run=run)
@@ -66,6 +74,9 @@ def add_vocab_argument(p: argparse.ArgumentParser) -> None:
 def vocabulary(path: str | Path, args: argparse.Namespace | LogOptions) -> tuple[Vocabulary | None, list[str]]:
     """The vocabulary for the log at `path` (a PATH::RUN_ID address looks beside PATH),
     and notes on files that could not be used."""
+    if path == STDIN:  # nothing lies beside a pipe: only --vocab-size applies
+        return find_vocabulary(stdin_log(), getattr(args, "vocab_size", None),
+                               int(START_ABOVE_CHANCE.t("max_file_bytes")))
     where = Path(split_address(path)[0]) if isinstance(path, str) else path
     return find_vocabulary(where, getattr(args, "vocab_size", None), int(START_ABOVE_CHANCE.t("max_file_bytes")))
 

@@ -1,22 +1,24 @@
-"""`trainproof doctor [PATH]`: zero-config autopsy. Discover every training log under
-PATH, judge each, triage FAIL > WARN > NOT-CHECKED > PASS; with --baseline, add the
+"""`trainproof doctor [PATH ...]`: zero-config autopsy. Discover every training log under
+each PATH (less those --exclude names), judge each, triage FAIL > WARN > NOT-CHECKED > PASS; with --baseline, add the
 compare findings of each log against it."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from trainproof.address import join_address, split_address
 from trainproof.commands.common import LogOptions, add_vocab_argument, load, vocabulary, with_vocabulary
-from trainproof.discover import discover
+from trainproof.discover import discover, excluded
 from trainproof.engine import amend, judge_run, pair_curves, pair_outcome
 from trainproof.model import InputError, Location, Report, ReportSet, Run
 from trainproof.parsers import read_run, resolve
 from trainproof.records import loss_disagreement, merge_records, primary_first
 from trainproof.rules import status as S
 from trainproof.rules.compare import Pair
+from trainproof.tty_progress import Progress
 
 NAME = "doctor"
 ALIASES = ("diagnose",)
@@ -25,7 +27,11 @@ LOG_INPUT = True
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", metavar="PATH", nargs="?", default=".", help="file or directory (default .)")
+    p.add_argument("paths", metavar="PATH", nargs="*", default=["."],
+                   help="files or directories (default .); each is searched and judged, one report set")
+    p.add_argument("--exclude", metavar="GLOB", action="append", default=[],
+                   help="skip logs whose path, file name or a folder name matches GLOB (repeatable); "
+                   "they are listed as not judged")
     p.add_argument("--baseline", metavar="FILE", action="append", default=[],
                    help="also compare every log against this known-good run; repeat it for "
                    "several seeds of the recipe (they form the envelope a log is judged against)")
@@ -100,14 +106,47 @@ def _read_records(p: Path, fmt: str | None, records: list[tuple[Path, str]], sho
 
 
 def run(args: argparse.Namespace) -> ReportSet:
-    from trainproof import api
+    """Every PATH in turn, as one report set; a PATH that does not exist stops it before
+    any work (a typo must not pass as "nothing wrong here"). One PATH is `trainproof.doctor`."""
+    paths = list(dict.fromkeys(args.paths or ["."]))
+    if len(paths) == 1 and not args.exclude:
+        from trainproof import api
 
-    return api.doctor(args.path, baseline=args.baseline, max_logs=args.max_logs, format=args.format,
-                      mapping=args.map, vocab_size=args.vocab_size)
+        return api.doctor(paths[0], baseline=args.baseline, max_logs=args.max_logs, format=args.format,
+                          mapping=args.map, vocab_size=args.vocab_size)
+    for path in paths:
+        if not Path(path).exists():
+            raise InputError(f"{path}: no such file or directory")
+    opts = LogOptions.of(args)
+    sets = [diagnose(p, args.baseline, args.max_logs, opts, exclude=args.exclude, alone=len(paths) == 1)
+            for p in paths]
+    if len(sets) == 1:
+        return sets[0]
+    reports = tuple(r for rs in sets for r in rs.reports)
+    skipped = [item for rs in sets for item in rs.tables.get("not_judged", [])]  # type: ignore[attr-defined]
+    if not reports and not skipped:
+        raise InputError(f"{', '.join(paths)}: no training logs found")
+    return ReportSet(NAME, reports, tables={"not_judged": skipped})
 
 
-def diagnose(given: str, baseline_paths: list[str], max_logs: int, opts: LogOptions) -> ReportSet:
-    """The work behind `trainproof.doctor`; `given` is the path as the user wrote it."""
+def _not_excluded(found: list[tuple[Path, str | None]], root: Path, given: str, exclude: Sequence[str],
+                  not_judged: list[tuple[Path, str]]) -> list[tuple[Path, str | None]]:
+    """The found logs --exclude keeps; the others are listed as not judged, with the GLOB."""
+    kept = []
+    for p, fmt in found:
+        glob = excluded(_display(p, root, given), list(exclude))
+        if glob is None:
+            kept.append((p, fmt))
+        else:
+            not_judged.append((p, f"excluded by --exclude {glob}"))
+    return kept
+
+
+def diagnose(given: str, baseline_paths: list[str], max_logs: int, opts: LogOptions,
+             exclude: Sequence[str] = (), alone: bool = True) -> ReportSet:
+    """The work behind `trainproof.doctor`; `given` is the path as the user wrote it.
+    `exclude` drops found logs by GLOB; `alone` False (one PATH of several) lets a PATH
+    with no log in it pass without an error, the others may hold some."""
     root = Path(given)
     if not root.exists():
         raise InputError(f"{given}: no such file or directory")
@@ -124,6 +163,7 @@ def diagnose(given: str, baseline_paths: list[str], max_logs: int, opts: LogOpti
         found_logs = [(p, f.name) for p, f in found.logs]
         not_judged = found.not_judged
         records = {d: [(p, f.name) for p, f in rs] for d, rs in found.records.items()}
+    found_logs = _not_excluded(found_logs, root, given, exclude, not_judged)
     # each baseline as (where, run id): a log path, or one run of a multi-run store
     base_at = {(Path(w).resolve(), r) for w, r in (split_address(b.path) for b in baselines)}
     reports = []
@@ -135,8 +175,10 @@ def diagnose(given: str, baseline_paths: list[str], max_logs: int, opts: LogOpti
             single = _with_baseline(single, r, baselines, base_reports)
         return single
 
-    for p, fmt in found_logs:
+    progress = Progress(len(found_logs))
+    for i, (p, fmt) in enumerate(found_logs, 1):
         shown = _display(p, root, given)
+        progress.step(i, shown)
         if (p.resolve(), None) in base_at:
             not_judged.append((p, "the baseline itself"))
             continue
@@ -164,7 +206,8 @@ def diagnose(given: str, baseline_paths: list[str], max_logs: int, opts: LogOpti
                 reports.append(_unreadable(named, fmt or "?", str(exc)))
                 continue
             reports.append(judged(r, where))
-    if not reports and not not_judged and not baseline_runs:
+    progress.done()
+    if alone and not reports and not not_judged and not baseline_runs:
         raise InputError(f"{given}: no training logs found (looked for: "
                          "trainer_state.json, Coqui logs, TensorBoard event files, MLflow stores, "
                          "ClearML sessions, JSONL/CSV metrics)")

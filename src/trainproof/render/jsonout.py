@@ -63,3 +63,24 @@ def render(rs: ReportSet) -> str:
     if rs.streamed:
         return json.dumps(document(rs), ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
     return json.dumps(document(rs), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def render_lines(rs: ReportSet) -> str:
+    """`--output-format json-lines`: one compact object per finding, in triage order, each
+    `{"type": "finding", "command", "file", "verdict", ...finding_dict}` (`verdict` is
+    its report's), then one `{"type": "summary", "command", "reports", "worst_verdict",
+    "error", "exit_code"}` line, so an empty or cut-short stream is never read as clean."""
+    def line(obj: dict[str, Any]) -> str:
+        return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+
+    out = []
+    for r in ([] if rs.error else rs.triaged()):
+        for f in r.findings:
+            out.append(line({"type": "finding", "schema_version": SCHEMA_VERSION, "command": rs.command,
+                             "file": r.subject, "verdict": r.verdict.value, **finding_dict(f)}))
+    worst = rs.worst_verdict
+    out.append(line({"type": "summary", "schema_version": SCHEMA_VERSION, "command": rs.command,
+                     "reports": 0 if rs.error else len(rs.reports),
+                     "worst_verdict": None if worst is None else worst.value,
+                     "error": rs.error, "exit_code": int(rs.exit_code)}))
+    return "".join(out)

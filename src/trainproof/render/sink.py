@@ -19,12 +19,15 @@ from pathlib import Path
 
 from trainproof.stdio import FILE_OPTIONS, STDOUT, OutputError, stdout_format, write_stdout
 
-__all__ = ["FILE_OPTIONS", "STDOUT", "OutputError", "stdout_format", "write_report", "write_stdout"]
+__all__ = ["FILE_OPTIONS", "STDOUT", "OutputError", "append_step_summary", "stdout_format", "write_report",
+           "write_stdout"]
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 # What the start of an existing report of each kind holds (trainproof's or another tool's).
 _MARKS = {"html": (b"<!doctype html", b"<html"), "sarif": (b"sarif",), "junit": (b"<testsuite",),
-          "json": (b'"schema_version"',)}
-_NAMES = {"html": "an HTML", "sarif": "a SARIF", "junit": "a JUnit", "json": "a trainproof JSON"}
+          "json": (b'"schema_version"',), "gitlab": (b'"check_name"',)}
+_NAMES = {"html": "an HTML", "sarif": "a SARIF", "junit": "a JUnit", "json": "a trainproof JSON",
+          "gitlab": "a GitLab Code Quality"}
 _HEAD = 4096
 
 
@@ -58,6 +61,8 @@ def write_report(target: str | Path, text: str, kind: str | None = None) -> None
 def _is_report(path: Path, kind: str) -> bool:
     with open(path, "rb") as fh:
         head = fh.read(_HEAD).lower()
+    if kind == "gitlab" and head.strip() == b"[]":  # a Code Quality report with no issues
+        return True
     return any(mark in head for mark in _MARKS[kind])
 
 
@@ -84,3 +89,17 @@ def _new_file_mode() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return 0o666 & ~mask
+
+
+def append_step_summary(markdown: str) -> None:
+    """Append to the file `$GITHUB_STEP_SUMMARY` names (GitHub gives each step its own and
+    shows them all on the run's page); nothing when it is unset. Appended, not replaced:
+    other steps' tools write there too."""
+    target = os.environ.get(STEP_SUMMARY)
+    if not target:
+        return
+    try:
+        with open(target, "a", encoding="utf-8", errors="backslashreplace") as fh:
+            fh.write(markdown)
+    except OSError as exc:
+        raise OutputError(f"cannot append the job summary to {target}: {exc.strerror or exc}") from None

@@ -27,12 +27,14 @@ def ascii_only(s: str) -> str:
 
 
 def _wrap(prefix: str, body: str, indent: int) -> list[str]:
-    """Wrap to WIDTH, keeping the body's own line breaks (multi-line exception messages)."""
+    """Wrap to WIDTH, keeping the body's own line breaks (multi-line exception messages).
+    Lines break at spaces only: never after a hyphen or a '/', and a word longer than a
+    line (a deep path) runs past WIDTH whole, so a path can be copied from the report."""
     out: list[str] = []
     for i, para in enumerate(body.splitlines() or [""]):
         first = prefix if i == 0 else " " * indent
         out += textwrap.wrap(para, WIDTH, initial_indent=first, subsequent_indent=" " * indent,
-                             break_on_hyphens=False) or [first.rstrip()]
+                             break_on_hyphens=False, break_long_words=False) or [first.rstrip()]
     return out
 
 
