@@ -89,5 +89,5 @@ def rule_text(r: Rule | RuleDoc) -> str:
     out += para("Fix", r.fix)
     if r.limits:
         out += para("Does not mean", r.limits)
-    out.append(f"Docs: {r.help_uri}")
+    out.append(f"Docs: `trainproof rule {r.id}` (this page), RULES.md#{r.anchor} in the source")
     return "\n".join(out)

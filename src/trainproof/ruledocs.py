@@ -20,7 +20,7 @@ SNAPSHOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules_catal
 
 class RuleDoc(SimpleNamespace):
     """The documented fields of a rules.Rule, under the same names (docs.py renders either):
-    id, level (.value), group, title, summary, why, fix, help_uri, thresholds (name ->
+    id, level (.value), group, title, summary, why, fix, thresholds (name ->
     .value/.unit/.why), fires and passes (.data, or None), limits."""
 
     id: str
@@ -39,7 +39,7 @@ def _example(ex: Any) -> Any:
 def snapshot_of(cat: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The snapshot's content for a live catalogue (rules.catalogue())."""
     return [{"id": r.id, "level": r.level.value, "group": r.group, "title": r.title, "summary": r.summary,
-             "why": r.why, "fix": r.fix, "help_uri": r.help_uri, "limits": r.limits,
+             "why": r.why, "fix": r.fix, "limits": r.limits,
              "thresholds": {k: [t.value, t.unit, t.why] for k, t in r.thresholds.items()},
              "fires": _example(r.fires), "passes": _example(r.passes)} for r in cat.values()]
 

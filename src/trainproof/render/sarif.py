@@ -38,7 +38,6 @@ def _rules() -> list[dict[str, Any]]:
             "shortDescription": {"text": r.title},
             "fullDescription": {"text": full},
             "help": {"text": f"{r.summary} Why: {r.why} What to do: {r.fix}", "markdown": help_md},
-            "helpUri": r.help_uri,
             "defaultConfiguration": {"level": _LEVEL.get(r.level, "note")},
             "properties": {"tags": ["training", r.group]},
         })
@@ -130,7 +129,7 @@ def document(rs: ReportSet) -> dict[str, Any]:
               for f in findings if f.level is Level.NOT_CHECKED]
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "trainproof", "version": __version__,
-                            "semanticVersion": __version__, "informationUri": rules[0]["helpUri"].split("#")[0],
+                            "semanticVersion": __version__,
                             "rules": rules}},
         "invocations": [{"executionSuccessful": rs.error is None,
                          "exitCode": int(rs.exit_code),

@@ -18,9 +18,6 @@ from typing import Any
 
 from trainproof.model import Finding, Level, Location, Skip
 
-DOCS_URL = "https://github.com/trainproof/trainproof/blob/main/RULES.md"
-
-
 # Threshold overrides of the judging in progress: rule ID -> name -> value. A context
 # variable, set for a block and restored after it, so that overrides never outlive the
 # judging they were given for (nor leak into another thread's or another caller's).
@@ -96,10 +93,6 @@ class Rule:
     @property
     def anchor(self) -> str:
         return self.id.lower()
-
-    @property
-    def help_uri(self) -> str:
-        return f"{DOCS_URL}#{self.anchor}"
 
 
 class _Shown:
