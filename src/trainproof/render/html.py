@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from html import escape
 
 from trainproof import __version__
+from trainproof.config import judged_with
 from trainproof.curves import BASELINE, steps_of
 from trainproof.model import Finding, Report, ReportSet
 from trainproof.render import svg
@@ -181,6 +182,9 @@ def render(rs: ReportSet) -> str:
                         for i in skipped)
         body += f"<section id='not-judged'><h2>Not judged</h2><ul>{items}</ul></section>"
     head = f"trainproof {escape(rs.command)}: {escape(worst.value) if worst else 'could not judge'}"
+    said = judged_with(rs.config) if rs.config else None  # what the verdict was judged against
+    if said:
+        body = f"<p class='config'>{escape(said)}</p>" + body
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
