@@ -49,6 +49,7 @@ def test_light_calls_import_nothing_heavy(argv: list[str]) -> None:
     if argv[:1] in (["--version"], ["--help"], ["rule"], ["rules"]):  # documentation needs no model
         assert "trainproof.model" not in mods
         assert "trainproof.config" not in mods  # nor a configuration: it judges nothing
+        assert "trainproof.signals" not in mods  # nor a graceful stop: there is nothing to stop
     if argv in (["--version"], ["--help"]):  # nothing past the parser: no command
         assert [m for m in mods if m.startswith(("trainproof.model", "trainproof.commands."))] == []
 

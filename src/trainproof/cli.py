@@ -139,16 +139,23 @@ def _main(argv: Sequence[str] | None) -> int:
         args.map = dict(args.map)
     if getattr(args, "output_format", None) == "json":
         args.json = True  # one spelling for the commands that stream JSON (watch)
+    if not getattr(cmd.module, "JUDGES", True):  # documentation: nothing to stop gracefully
+        return _run(cmd, args)
     from trainproof.signals import sigterm_interrupts
 
     with sigterm_interrupts():
         return _run(cmd, args)
 
 
+def _interrupt_word(exc: BaseException) -> str:
+    from trainproof.signals import interrupt_word
+
+    return interrupt_word(exc)
+
+
 def _run(cmd: Command, args: argparse.Namespace) -> int:
     """Run the command and emit its result; every way out is an exit code and at most
     one line on stderr. The model is imported only for a result that needs it."""
-    from trainproof.signals import interrupt_word
     from trainproof.stdio import stdout_format
 
     try:
@@ -163,7 +170,7 @@ def _run(cmd: Command, args: argparse.Namespace) -> int:
     try:
         result = _judged(cmd, args)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (watch turns both into its final verdict)
-        say(f"trainproof: {interrupt_word(exc)}")
+        say(f"trainproof: {_interrupt_word(exc)}")
         return _CANNOT_JUDGE
     except Exception as exc:  # the contract: an internal error is exit 2 and one line
         from trainproof.model import InputError, ReportSet
@@ -179,7 +186,7 @@ def _run(cmd: Command, args: argparse.Namespace) -> int:
         say(f"trainproof: error: {exc}")
         return _CANNOT_JUDGE
     except KeyboardInterrupt as exc:
-        say(f"trainproof: {interrupt_word(exc)} while writing the reports")
+        say(f"trainproof: {_interrupt_word(exc)} while writing the reports")
         return _CANNOT_JUDGE
 
 

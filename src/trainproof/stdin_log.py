@@ -13,7 +13,6 @@ import atexit
 import contextlib
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from trainproof.model import InputError
@@ -31,6 +30,8 @@ def stdin_log() -> Path:
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None or sys.stdin.isatty():
         raise InputError("-: standard input is a terminal or closed; pipe a log into it, or give a path")
+    import tempfile  # only when a log really comes on standard input
+
     fd, name = tempfile.mkstemp(prefix="trainproof-stdin-")
     atexit.register(_remove, name)
     _copied.append(Path(name))

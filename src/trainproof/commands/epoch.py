@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 
 from trainproof.commands.common import LogOptions, add_vocab_argument, load, vocabulary, with_vocabulary
-from trainproof.discover import excluded
 from trainproof.engine import judge_run
 from trainproof.model import InputError, Location, Report, ReportSet
 from trainproof.rules import status as S
@@ -38,13 +37,16 @@ def run(args: argparse.Namespace) -> ReportSet:
         return api.judge_log(log, format=args.format, mapping=args.map, vocab_size=args.vocab_size)
 
     logs = list(dict.fromkeys(args.logs))
-    kept = [log for log in logs if excluded(log, args.exclude) is None]
-    if not kept:
+    if args.exclude:
+        from trainproof.discover import excluded  # the folder walker: only for --exclude
+
+        logs = [log for log in logs if excluded(log, args.exclude) is None]
+    if not logs:
         raise InputError(f"every LOG given was excluded by --exclude ({', '.join(args.exclude)})")
-    if len(kept) == 1:
-        return ReportSet(NAME, (one(kept[0]),))
+    if len(logs) == 1:
+        return ReportSet(NAME, (one(logs[0]),))
     reports = []
-    for log in kept:
+    for log in logs:
         try:
             reports.append(one(log))
         except InputError as exc:

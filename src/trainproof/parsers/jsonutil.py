@@ -23,7 +23,11 @@ _decoded = 0
 
 _BARE = re.compile(rb'(?<![\w"])(-?Infinity|NaN)(?![\w"])')
 _LONG_INT = re.compile(rb"\d{19}")
-_DEEP = 256  # opening brackets; far below the recursion limit
+_DEEP = 256  # nesting levels; far below the recursion limit
+# 256 openings in a row with no closing between them: a document at least that deep along
+# one chain (what deep-nesting attacks look like), found without counting every bracket of
+# an ordinary log (a 100-entry log_history holds hundreds of braces, all shallow)
+_DEEP_CHAIN = re.compile(rb"(?:[\[{][^\]}\[{]*){%d}" % _DEEP)
 
 
 def _fast(data: bytes) -> Any:
@@ -32,7 +36,7 @@ def _fast(data: bytes) -> Any:
     _decoded += len(data)
     if _orjson is None:
         if _decoded < ORJSON_AFTER and not (_BARE.search(data) or _LONG_INT.search(data)
-                                            or data.count(b"[") + data.count(b"{") > _DEEP):
+                                            or _DEEP_CHAIN.search(data)):
             return None
         try:
             import orjson
