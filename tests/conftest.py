@@ -6,6 +6,7 @@ this workplace)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -59,3 +60,17 @@ def _colour_left_to_the_test(monkeypatch: pytest.MonkeyPatch) -> None:
     """A CI runner that sets FORCE_COLOR would paint the text reports tests read; tests
     that are about colour set it themselves."""
     monkeypatch.delenv("FORCE_COLOR", raising=False)
+
+
+def read_terminal(leader: int) -> bytes:
+    """Everything a child wrote to a pseudo-terminal, read from its `leader` side until
+    the terminal closes (Linux reports that as an OSError, not an empty read)."""
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: all was read
+            return out
+        if not chunk:
+            return out
+        out += chunk

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from .conftest import ROOT
+from .conftest import ROOT, read_terminal
 
 G = "examples/gallery"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
@@ -95,15 +95,7 @@ def test_doctor_progress_only_on_a_terminal():
         proc = subprocess.run([sys.executable, "-m", "trainproof", "doctor", "examples", "-q"],
                               stdout=subprocess.PIPE, stderr=follower, env=ENV, cwd=ROOT, timeout=180)
         os.close(follower)
-        err = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the terminal closed: all was read
-                break
-            if not chunk:
-                break
-            err += chunk
+        err = read_terminal(leader)
     finally:
         os.close(leader)
     assert proc.stdout.decode() == piped.stdout  # standard output unchanged

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, read_terminal
 
 NAN = ROOT / "examples/gallery/nan/trainer_state.json"
 ESC = "\x1b["
@@ -49,15 +49,7 @@ def test_a_terminal_gets_colour_by_default():
         proc = subprocess.run([sys.executable, "-m", "trainproof", "epoch", NAN, "-q"], stdout=follower,
                               stderr=subprocess.PIPE, timeout=120, env={**BASE, "PYTHONPATH": str(ROOT / "src")})
         os.close(follower)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # the terminal closed: all was read
-                break
-            if not chunk:
-                break
-            out += chunk
+        out = read_terminal(leader)
     finally:
         os.close(leader)
     assert proc.returncode == 1

@@ -27,15 +27,21 @@ def where(run: Run, step: float | None = None) -> Location:
     return Location(run.path, None if step is None else float(step))
 
 
-def finite_loss(run: Run, minimum: int) -> Series | Skip:
-    """The finite loss points, or a typed skip when there are fewer than `minimum`."""
-    s = run.get("loss")
+def finite_series(run: Run, name: str, minimum: float) -> Series | Skip:
+    """The finite points of `name`, or a typed skip when it is absent or has fewer than
+    `minimum` of them."""
+    s = run.get(name)
     if s is None:
-        return Skip(SkipKind.NO_DATA, "no loss column in the log")
+        return Skip(SkipKind.NO_DATA, f"no {name} column in the log")
     f = s.finite_only()
     if len(f) < minimum:
-        return Skip(SkipKind.TOO_FEW, f"{len(f)} finite loss points, needs {minimum}")
+        return Skip(SkipKind.TOO_FEW, f"{len(f)} finite {name} points, needs {int(minimum)}")
     return f
+
+
+def finite_loss(run: Run, minimum: int) -> Series | Skip:
+    """The finite loss points, or a typed skip when there are fewer than `minimum`."""
+    return finite_series(run, "loss", minimum)
 
 
 # ---------------------------------------------------------------- did the loss react?
@@ -249,13 +255,7 @@ def _filtered_hint(run: Run, g: Series) -> str:
 
 def grad_norms(run: Run, minimum: float) -> Series | Skip:
     """The finite gradient norms, or a typed skip when there are fewer than `minimum`."""
-    g = run.get("grad_norm")
-    if g is None:
-        return Skip(SkipKind.NO_DATA, "no grad_norm column in the log")
-    f = g.finite_only()
-    if len(f) < minimum:
-        return Skip(SkipKind.TOO_FEW, f"{len(f)} finite grad_norm points, needs {int(minimum)}")
-    return f
+    return finite_series(run, "grad_norm", minimum)
 
 
 _SPIKE = dict(

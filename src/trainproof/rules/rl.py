@@ -101,8 +101,7 @@ def _gain(reward: Series) -> dict | None:
     k = max(1, int(n * REWARD_FLAT.t("edge")))
     v = reward.values
     start, end = float(stats.median(v[:k])), float(stats.median(v[-k:]))
-    # Absolute noise: rewards can be 0 or negative, so no logs; differences cancel the trend.
-    noise = float(1.4826 * stats.median(np.abs(np.diff(v))) / np.sqrt(2.0))
+    noise = stats.point_noise(v)  # in the reward's own units: rewards can be 0 or negative
     se = noise * stats.MEDIAN_SE * np.sqrt(2.0 / k)
     gain_se = (end - start) / se if se > 0 else (np.inf if end > start else 0.0)
     return {"start": start, "end": end, "k": k, "gain_se": float(gain_se), "noise": noise,
