@@ -67,12 +67,10 @@ class Witness:
     z: float  # log(first / end) in standard errors of the eval curve's noise
 
     def says(self) -> str:
-        """What the witness adds to a finding's evidence."""
-        if self.frozen:
-            return (f"; the eval loss is {self.first:.6g} at all {self.n} evaluations: the weights "
-                    "never changed, so the train loss moved with its data alone")
-        return (f"; the eval loss fell {self.first:.4g} -> {self.end:.4g} ({self.z:.1f} standard "
-                "errors of its own noise)")
+        """What a frozen witness adds to TP-DEAD-RUN's evidence (a learned one makes no
+        finding: it only keeps TP-DEAD-RUN from firing)."""
+        return (f"; the eval loss is {self.first:.6g} at all {self.n} evaluations: the weights "
+                "never changed, so the train loss moved with its data alone")
 
 
 def eval_witness(run: Run, train: Series, t: Callable[[str], float]) -> Witness | None:
