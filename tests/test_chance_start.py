@@ -98,6 +98,24 @@ def test_out_of_sample_gallery2_only_bad_labels_fails_from_it(run_cli, tmp_path,
         assert (only_v, only_v_ids) == (before, before_ids)
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("gallery", [GALLERY, GALLERY2], ids=lambda g: g.name)
+def test_bad_labels_fails_alone_and_healthy_passes_with_vocab_size_and_config(run_cli, tmp_path, gallery, seed):
+    """Issue #11's "done when": given the vocabulary both ways at once (--vocab-size N, and
+    the config.json the Trainer saves beside the log, which adds the width), a bad-labels
+    run FAILs from the single run, on both galleries and every seed, and the healthy run
+    of the same seed still PASSes."""
+    v = json.loads((gallery / "bad_labels" / "run_meta.json").read_text())["model"]["vocab"]
+    bad, bad_ids, rep = verdict(run_cli, gallery_with_config(tmp_path / "b", "bad_labels", seed, gallery),
+                                "--vocab-size", str(v))
+    assert bad == "FAIL" and ID in bad_ids
+    (f,) = [f for f in rep["findings"] if f["id"] == ID]
+    assert f["values"]["vocab_source"] == "--vocab-size" and f["values"]["width"] == 64
+    healthy, healthy_ids, _ = verdict(run_cli, gallery_with_config(tmp_path / "h", "healthy", seed, gallery),
+                                      "--vocab-size", str(v))
+    assert (healthy, healthy_ids) == ("PASS", set())
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_from_scratch_fixture_reads_what_the_trainer_logged_and_starts_near_ln_v(name):
     exp = EXPECTED[name]

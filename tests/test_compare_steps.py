@@ -3,7 +3,11 @@
 Each run is cut the way a job in progress is seen (its trainer_state.json holding only
 the log entries up to 10 %, 50 % or 90 % of its steps) and compared with a *finished*
 healthy run of another seed. A healthy run must be "on track" at every cut; a broken one
-must FAIL at every cut."""
+must FAIL at every cut - on both galleries (gallery: tiny GPT-2; gallery2: tiny Llama,
+never tuned on), every seed. gallery2 logs every 5 of 200 steps, so its 10 % cut holds 4
+loss points, under compare's minimum of 5: there compare says NOT-CHECKED (exit 2) for
+the runs it must judge on the loss (tested below), and its first judged cut is 15 % (6
+points). At 12.5 % (5 points) its lr x100 runs still pass: a named strict xfail below."""
 
 from __future__ import annotations
 
@@ -14,22 +18,25 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 GALLERY = ROOT / "examples" / "gallery"
+GALLERIES = ("gallery", "gallery2")
 CUTS = (0.1, 0.5, 0.9)
+# (gallery, share): gallery2's first cut is 15 %, its 10 % is too short (see module doc)
+GALLERY_CUTS = [("gallery", c) for c in CUTS] + [("gallery2", c) for c in (0.15, 0.5, 0.9)]
 # (run seed, baseline seed): every run against a healthy run of another seed
 SEED_PAIRS = ((42, 43), (43, 44), (44, 42))
 
 
-def log(config: str, seed: int) -> Path:
-    return GALLERY / config / ("" if seed == 42 else f"seed{seed}") / "trainer_state.json"
+def log(config: str, seed: int, gallery: str = "gallery") -> Path:
+    return ROOT / "examples" / gallery / config / ("" if seed == 42 else f"seed{seed}") / "trainer_state.json"
 
 
-def cut(tmp_path: Path, config: str, seed: int, share: float) -> Path:
+def cut(tmp_path: Path, config: str, seed: int, share: float, gallery: str = "gallery") -> Path:
     """The log as the Trainer would have written it at `share` of its steps."""
-    state = json.loads(log(config, seed).read_text())
+    state = json.loads(log(config, seed, gallery).read_text())
     last = state["max_steps"] * share
     state["log_history"] = [e for e in state["log_history"] if e.get("step", 0) <= last]
     state["global_step"] = int(last)
-    out = tmp_path / f"{config}_{seed}_{int(share * 100)}" / "trainer_state.json"
+    out = tmp_path / f"{gallery}_{config}_{seed}_{int(share * 100)}" / "trainer_state.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(state))
     return out
@@ -44,10 +51,10 @@ def ids(report: dict, *levels: str) -> set[str]:
     return {f["id"] for f in report["findings"] if f["level"] in levels}
 
 
-@pytest.mark.parametrize("share", CUTS)
+@pytest.mark.parametrize(("gallery", "share"), GALLERY_CUTS)
 @pytest.mark.parametrize(("seed", "base_seed"), SEED_PAIRS)
-def test_healthy_run_in_progress_is_on_track(run_cli, tmp_path, seed, base_seed, share):
-    code, doc = compare(run_cli, log("healthy", base_seed), cut(tmp_path, "healthy", seed, share))
+def test_healthy_run_in_progress_is_on_track(run_cli, tmp_path, seed, base_seed, share, gallery):
+    code, doc = compare(run_cli, log("healthy", base_seed, gallery), cut(tmp_path, "healthy", seed, share, gallery))
     rep = doc["reports"][0]
     assert code == 0 and rep["verdict"] == "PASS", rep["findings"]
     partial = next(f for f in rep["findings"] if f["id"] == "TP-CMP-PARTIAL")
@@ -57,11 +64,38 @@ def test_healthy_run_in_progress_is_on_track(run_cli, tmp_path, seed, base_seed,
     assert row["reached"] == pytest.approx(share, abs=0.02) and row["step"] <= 200 * share
 
 
-@pytest.mark.parametrize("share", CUTS)
+@pytest.mark.parametrize(("gallery", "share"), GALLERY_CUTS)
 @pytest.mark.parametrize(("seed", "base_seed"), SEED_PAIRS)
 @pytest.mark.parametrize("config", ["lr_hot", "nan", "lr_zero", "bad_labels"])
-def test_broken_run_in_progress_fails(run_cli, tmp_path, config, seed, base_seed, share):
-    code, doc = compare(run_cli, log("healthy", base_seed), cut(tmp_path, config, seed, share))
+def test_broken_run_in_progress_fails(run_cli, tmp_path, config, seed, base_seed, share, gallery):
+    code, doc = compare(run_cli, log("healthy", base_seed, gallery), cut(tmp_path, config, seed, share, gallery))
+    assert code == 1 and doc["reports"][0]["verdict"] == "FAIL"
+
+
+@pytest.mark.parametrize(("seed", "base_seed"), SEED_PAIRS)
+def test_gallery2_at_ten_percent_is_too_short_to_judge_on_the_loss(run_cli, tmp_path, seed, base_seed):
+    """4 loss points: never "on track" and never a loss FAIL on so little - NOT-CHECKED,
+    saying it needs 5. The nan and lr=0 runs still FAIL on what 4 points do show (a NaN
+    end, a logged learning rate of 0)."""
+    base = log("healthy", base_seed, "gallery2")
+    for config in ("healthy", "lr_hot", "bad_labels", "nan", "lr_zero"):
+        code, doc = compare(run_cli, base, cut(tmp_path, config, seed, 0.1, "gallery2"))
+        rep = doc["reports"][0]
+        if config in ("nan", "lr_zero"):
+            assert code == 1 and rep["verdict"] == "FAIL", config
+        else:
+            assert code == 2 and rep["verdict"] == "NOT-CHECKED", config
+            assert any("needs 5" in f["evidence"] for f in rep["findings"]), config
+
+
+@pytest.mark.xfail(strict=True, reason="gallery2 lr x100 at 5 points (12.5 %): the run's own noise, "
+                   "measured over those 5 points (seed 42: 5.27, 9.08, 9.66, 6.53, 5.83 - the wreck "
+                   "itself), is ~26 % per point, so its 1.68x the baseline is 2.7 noise widths, "
+                   "under TP-LOSS-OFF-TRACK's 3; from 6 points on it FAILs")
+@pytest.mark.parametrize(("seed", "base_seed"), SEED_PAIRS)
+def test_gallery2_lr_hot_at_five_points_fails(run_cli, tmp_path, seed, base_seed):
+    run = cut(tmp_path, "lr_hot", seed, 0.125, "gallery2")
+    code, doc = compare(run_cli, log("healthy", base_seed, "gallery2"), run)
     assert code == 1 and doc["reports"][0]["verdict"] == "FAIL"
 
 
@@ -95,6 +129,21 @@ def test_broken_runs_fail_against_an_envelope_of_two_seeds(run_cli, tmp_path):
     runs = [cut(tmp_path, c, 42, 0.5) for c in ("lr_hot", "nan", "lr_zero", "bad_labels")]
     code, doc = compare(run_cli, *bases, *runs)
     assert code == 1 and {r["verdict"] for r in doc["reports"]} == {"FAIL"}
+
+
+@pytest.mark.parametrize("gallery", GALLERIES)
+@pytest.mark.parametrize(("seed", "base_seed"), SEED_PAIRS)
+def test_overfit_run_is_never_ranked_above_healthy(run_cli, gallery, seed, base_seed):
+    """Every seed of both galleries: the overfit run's train loss ends far below the
+    healthy run's, its eval loss far above; the ranking reads the eval loss."""
+    code, doc = compare(run_cli, log("healthy", base_seed, gallery), log("overfit", seed, gallery),
+                        log("healthy", seed, gallery))
+    ranked = [Path(row["run"]).parts[-2 if seed == 42 else -3] for row in doc["ranking"]]
+    assert ranked == ["healthy", "overfit"] and code == 0, doc["ranking"]
+    overfit = next(r for r in doc["reports"] if "overfit" in r["file"])
+    assert overfit["verdict"] != "FAIL"
+    row = next(r for r in doc["ranking"] if "overfit" in r["run"])
+    assert row["eval_end_ratio"] > 1.2 and row["end_ratio"] < 1.0
 
 
 def test_overfit_run_is_not_ranked_above_healthy(run_cli):

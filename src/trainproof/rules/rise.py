@@ -12,6 +12,7 @@ import numpy as np
 
 from trainproof import stats
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
+from trainproof.rules import eval_witness as ew
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gate import not_yet, progress_gate
 from trainproof.rules.run import DIVERGE, G, divergence_measure, finite_loss, loss_blocks, seen_phrase
@@ -22,7 +23,7 @@ DEAD_RUN = rule(
     evidence="start {start} ({start_is}) vs end {end} (median of the last {m}, steps "
     "{end_from}-{end_to}): {improvement:.1%} "
     "improvement, {gain_se:.1f} standard errors of the log's noise ({sigma:.1%} per point); a run "
-    "improves by >= {limit_min_improvement:.0%} and >= {limit_min_gain_se} standard errors{seen}",
+    "improves by >= {limit_min_improvement:.0%} and >= {limit_min_gain_se} standard errors{witness}{seen}",
     summary="The loss at the end is not meaningfully lower than at the start, and not "
     "meaningfully higher either (that is TP-LOSS-ROSE).",
     why="A run that does not learn burns its whole budget: lr of zero, frozen weights, a "
@@ -65,7 +66,12 @@ DEAD_RUN = rule(
             "on both galleries: lr=0 runs reach at most 1.45 standard errors (and, halved, a chance "
             "gain of 10.1 %, which clear_improvement lets pass: TP-ZERO-LR still fails them); "
             "healthy, bad-labels and overfit runs whose gain is under 10 % sit at 4.7 and more, "
-            "except one halved healthy log at 2.0 (8.9 %)."),
+            "except one halved healthy log at 2.0 (8.9 %), which the eval witness below "
+            "clears."),
+        # The eval loss as a witness (rules/eval_witness.py): frozen evaluations make a run
+        # dead whatever its train log's noise; a falling eval loss on a run with no wrecked
+        # start waives the noise test for a gain between the two bands above.
+        **ew.THRESHOLDS,
     },
     fires=Example({"loss": [1.52, 1.50, 1.55, 1.49, 1.51, 1.50, 1.52, 1.48, 1.50, 1.49]}),
     passes=Example({"loss": [1.52, 1.45, 1.40, 1.35, 1.30, 1.20, 1.15, 1.10, 1.05, 1.00]}),
@@ -75,7 +81,14 @@ DEAD_RUN = rule(
     "modulo the block size; the end is the median of the last fifth. A loss that ends in "
     "NaN/Inf is TP-NAN's. A run started from an already-converged checkpoint is 'dead' by "
     "construction. A loss that ended above its start beyond the log's noise is TP-LOSS-ROSE's; "
-    "one that rose past TP-DIVERGE's ratio, or that TP-DIVERGE fails, is TP-DIVERGE's.",
+    "one that rose past TP-DIVERGE's ratio, or that TP-DIVERGE fails, is TP-DIVERGE's. With "
+    "four or more evaluations the eval loss is a witness (rules/eval_witness.py): the same "
+    "value at every evaluation means the weights never changed, so the run is dead unless its "
+    "train loss fell by clear_improvement from its first block (a rise is then the data's, not "
+    "TP-LOSS-ROSE's); an eval loss that fell beyond its own noise, on a run whose train loss "
+    "never climbed above its first point, waives the noise test for a gain between "
+    "min_improvement and clear_improvement. An eval logger that repeats a stale value reads as "
+    "frozen.",
 )
 
 LOSS_ROSE = rule(
@@ -127,7 +140,8 @@ LOSS_ROSE = rule(
     "and came back down inside the log is not flagged, and a blow-up before the first logged "
     "point leaves no start to compare with (TP-NAN catches the NaN it usually ends in); a "
     "coarser log whose first point already averages the wrecked steps may miss it. A positive "
-    "loss is required.",
+    "loss is required. An eval loss identical at every evaluation (four or more) says the "
+    "weights never changed: the rise is the data's, and the run is TP-DEAD-RUN's.",
 )
 
 
@@ -184,6 +198,9 @@ def loss_rose(run: Run) -> list[Finding] | Skip:
     r = measure_rise(s)
     if not r.fires:
         return []
+    w = ew.eval_witness(run, s, DEAD_RUN.t)
+    if w is not None and w.frozen:
+        return []  # the weights never changed: a rise is the data's, and the run is TP-DEAD-RUN's
     if len(s) >= DIVERGE.t("min_points") and divergence_measure(s)[0]:
         return []  # far above its floor too: one finding, TP-DIVERGE's
     t = from_full_start(s)
@@ -230,6 +247,12 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
     # `logging_first_step` logs step 1 alone, one batch's loss among means of dozens, whose
     # scatter says nothing about where training started.
     full = first_point_is_full(s)
+    witness = ew.eval_witness(run, s, DEAD_RUN.t) if s.values.min() > 0 else None
+    frozen = witness is not None and witness.frozen
+    # Weights that never changed make the first point one more batch of the same model, not
+    # the model before training: the start is the first block's median, as for a partial
+    # first point.
+    full = full and not frozen
     start, end = (first if full else window), stats.robust_median(s.values[-m:])
     if start <= 0:
         return Skip(SkipKind.DEGENERATE, "start loss is not positive; relative improvement is meaningless")
@@ -242,20 +265,27 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
     gain_se = float(np.log(start / end) / se) if se > 0 and end > 0 else np.inf
     if end / start > DIVERGE.t("ratio"):
         return []  # the loss rose far: that is divergence, and TP-DIVERGE owns it
-    if s.values.min() > 0 and (measure_rise(s).fires or divergence_measure(s)[0]):
+    if s.values.min() > 0 and ((measure_rise(s).fires and not frozen) or divergence_measure(s)[0]):
         return []  # it rose beyond the noise (TP-LOSS-ROSE's) or far above its floor (TP-DIVERGE's)
     # A FAIL needs evidence that the run did not learn, not only a lack of proof that it did:
-    # a gain below the band is dead; a gain inside the noise is dead only while it is small.
+    # a gain below the band is dead; a gain inside the noise is dead only while it is small,
+    # and not when the eval loss shows the run learned.
+    learned = witness is not None and witness.learned
     small = improvement < DEAD_RUN.t("clear_improvement") and gain_se < DEAD_RUN.t("min_gain_se")
-    if improvement < DEAD_RUN.t("min_improvement") or small:
+    if frozen:
+        small = improvement < DEAD_RUN.t("clear_improvement")  # no noise test: the model never moved
+    if improvement < DEAD_RUN.t("min_improvement") or (small and not learned):
         k = b.size
+        why_block = ("the weights never changed (eval loss below)" if frozen else
+                     "covers less than a logging interval")
         start_is = (f"the first logged point, step {s.steps[0]:g}" if full else
                     f"the median of the first {k} losses, steps {s.steps[0]:g}-{s.steps[k - 1]:g}: the "
-                    f"first point, {first:.4g} at step {s.steps[0]:g}, covers less than a logging interval")
+                    f"first point, {first:.4g} at step {s.steps[0]:g}, {why_block}")
+        said = witness.says() if frozen and witness is not None else ""
         return [DEAD_RUN.finding(Location(run.path), k=k, m=m, start=start, end=end, improvement=improvement,
                                  gain_se=gain_se, sigma=sigma,
                                  first=first, window=window, start_is=start_is,
                                  start_from=float(s.steps[0]),
                                  start_to=float(s.steps[k - 1]), end_from=float(s.steps[-m]),
-                                 end_to=float(s.steps[-1]), seen=seen_phrase(gate))]
+                                 end_to=float(s.steps[-1]), witness=said, seen=seen_phrase(gate))]
     return []

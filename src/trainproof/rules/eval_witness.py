@@ -1,0 +1,109 @@
+"""The eval loss as a witness for the end-vs-start rules (TP-DEAD-RUN, TP-LOSS-ROSE).
+
+The train loss of a short, noisy log cannot always tell a dead run from one that learned
+10 %: its start is one logged point and its noise is the batch's. The eval loss has no
+batch noise - the same held-out set, evaluated again - so it says two things the train
+loss cannot, and says them the same way however often the train loss was logged:
+
+- identical at every evaluation: the weights never changed (lr = 0, frozen parameters, an
+  optimizer that never steps); whatever the train loss did, it was its data;
+- fallen beyond its own noise, on a run whose train loss never climbed above its first
+  point: the run learned, even when the train log is too noisy to show it.
+
+Measures only; the thresholds are declared here and listed by TP-DEAD-RUN, whose judge
+(rules/rise.py) decides what a witness changes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainproof import stats
+from trainproof.model import Run, Series
+from trainproof.rules.base import Threshold
+
+MIN_EVALS = Threshold(
+    4, "eval points",
+    "The eval witness needs four evaluations: a curve's own noise is measured from second "
+    "differences (stats.log_noise_detrended, as TP-OVERFIT's and TP-EVAL-DIVERGE's is), which "
+    "needs four points, and four identical evaluations are not a coincidence of rounding.")
+FROZEN_REL = Threshold(
+    1e-6, "of the median eval loss",
+    "Frozen: every evaluation within this share of the median. The same weights on the same "
+    "held-out set give the same loss (both galleries' lr=0 runs repeat it to the last bit at "
+    "all 10-20 evaluations); a model that learns at all moves its eval loss by parts in a "
+    "thousand between evaluations (the healthy gallery runs: >= 3.5 % over the run).")
+EVAL_END = Threshold(
+    3, "eval points",
+    "The eval end is the median of the last three evaluations, as the eval-curve rules' end.")
+FELL_SE = Threshold(
+    3.0, "standard errors",
+    "Learned: log(first eval / eval end) above this many standard errors of the eval curve's "
+    "own noise (second differences; the first evaluation one point, the end a median). "
+    "TP-LOSS-ROSE's and the eval-curve rules' bar. The healthy runs of both galleries sit at "
+    ">= 5.1, the lr=0 runs are frozen, bad-labels and overfit eval losses rise.")
+WRECK_SE = Threshold(
+    3.0, "standard errors",
+    "A falling eval loss speaks for the run only when the train loss never climbed above its "
+    "first logged point by more than this many standard errors of its noise (one point against "
+    "one point: sqrt 2 x the log's noise): a run wrecked in its first steps (lr x100 on a "
+    "pretrained model) then learns back part of what it lost, and its eval loss falls from "
+    "the wreck, not from the start (both galleries' lr x100 runs climb 6.7-13 standard errors; "
+    "healthy runs <= 1.4). TP-LOSS-ROSE's bar.")
+
+THRESHOLDS = {"witness_min_evals": MIN_EVALS, "witness_frozen_rel": FROZEN_REL,
+              "witness_eval_end": EVAL_END, "witness_fell_se": FELL_SE, "witness_wreck_se": WRECK_SE}
+
+
+@dataclass(frozen=True)
+class Witness:
+    frozen: bool  # every evaluation identical: the weights never changed
+    learned: bool  # the eval loss fell beyond its noise and the train loss shows no wreck
+    n: int  # evaluations read
+    first: float
+    end: float
+    z: float  # log(first / end) in standard errors of the eval curve's noise
+
+    def says(self) -> str:
+        """What a frozen witness adds to TP-DEAD-RUN's evidence (a learned one makes no
+        finding: it only keeps TP-DEAD-RUN from firing)."""
+        return (f"; the eval loss is {self.first:.6g} at all {self.n} evaluations: the weights "
+                "never changed, so the train loss moved with its data alone")
+
+
+def eval_witness(run: Run, train: Series, t: Callable[[str], float]) -> Witness | None:
+    """What the eval loss says about whether the model changed and learned; None when the
+    log has too few finite positive evaluations to say anything. `train` is the finite
+    positive train loss the calling rule judges; `t` reads the thresholds above as the
+    rule that lists them declares (configuration overrides included)."""
+    ev = run.get("eval_loss")
+    if ev is None:
+        return None
+    e = ev.finite_only()
+    if len(e) < t("witness_min_evals") or e.values.min() <= 0:
+        return None
+    v = e.values
+    first = float(v[0])
+    mid = float(stats.median(v))
+    if float(np.ptp(v)) <= t("witness_frozen_rel") * mid:
+        return Witness(True, False, len(e), first, first, 0.0)
+    k = min(int(t("witness_eval_end")), v.size)
+    end = float(stats.median(v[-k:]))
+    sigma = stats.log_noise_detrended(v)
+    se = sigma * np.sqrt(1.0 + stats.MEDIAN_SE**2 / k)
+    gain = float(np.log(first / end))
+    z = gain / se if se > 0 else (np.inf if gain > 0 else 0.0)
+    learned = z > t("witness_fell_se") and not _climbed(train, t("witness_wreck_se"))
+    return Witness(False, bool(learned), len(e), first, end, float(z))
+
+
+def _climbed(train: Series, bar: float) -> bool:
+    """Did the train loss climb above its first point beyond its noise (a wreck)?"""
+    x = train.values
+    if x.size < 3 or x.min() <= 0:
+        return False
+    se = stats.log_noise(x) * np.sqrt(2.0)
+    rise = float(np.log(x.max() / x[0]))
+    return rise > 0 and (se == 0 or rise / se > bar)
