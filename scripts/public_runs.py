@@ -260,6 +260,13 @@ def _intro(n: Counter) -> list[str]:
         "`public_runs/fresh_first_scoring.txt` (5 of 59 runs missed the bar), and no rule has been "
         "changed because of its results.",
         "",
+        "Changed on the design half after that scoring: TP-UNSEEN-NEAR-ZERO (WARN), a cross-entropy "
+        "below 0.01 in the second half of the first epoch - on batches the model has not seen - with "
+        "no eval loss logged. Before and after it, on all three halves, two verdicts move: the design "
+        "half's BERT2BERT summariser (labelled broken) goes from PASS to WARN, and a design-half T5 "
+        "run already FAILed for divergence gains the WARN; no report or fresh run changes, nor any "
+        "log in the galleries, evidence/ or ../shared/corpus.",
+        "",
     ]
 
 
