@@ -60,7 +60,10 @@ UNSEEN_NEAR_ZERO = rule(
                    note="an easy classifier whose eval loss is as low: the number is real"),
     limits="Assumes the loss is a cross-entropy. A regression or distillation loss (mean squared "
     "error in small units) can sit below 0.01 legitimately; logging an eval loss silences the "
-    "rule. A log without an epoch column cannot say where the first epoch ends and is not judged.",
+    "rule. An eval loss is taken at its word: when the eval targets are as degenerate as the train "
+    "targets (an eval loss as near zero, beside a metric such as WER that says the model is "
+    "useless), the rule is silent. A log without an epoch column cannot say where the first epoch "
+    "ends and is not judged.",
 )
 
 
