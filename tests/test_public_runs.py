@@ -3,7 +3,9 @@
 The bar is issue #17's: on strangers' runs every FAIL is right and no clearly
 broken run passes, on both halves (design and report). WARNs on runs labelled
 PASS are counted in EVIDENCE_MATRIX.md, not failed here: a WARN is "right or
-arguable"."""
+arguable". The fresh half (public_runs/fresh/) is scored and shown but not held
+to the bar: it is the out-of-sample estimate, and a test that failed on it would
+invite tuning a rule to it."""
 
 from __future__ import annotations
 
@@ -79,8 +81,28 @@ def test_every_fail_is_right_and_no_broken_run_passes(judged: list, half: str) -
 
 
 def test_the_disagreements_stay_few() -> None:
-    """Listing a miss is not a licence: at most one run in fifty may sit on the list."""
-    assert len(public_runs.disagreements()) <= len(DOCS) // 50
+    """Listing a miss is not a licence: at most one run in fifty of the halves held to the
+    bar may sit on the list (the fresh half does not widen it)."""
+    held = [d for d in DOCS if d["half"] in public_runs.HALVES]
+    assert len(public_runs.disagreements()) <= len(held) // 50
+
+
+def test_fresh_half_is_separate_and_its_first_scoring_is_kept() -> None:
+    fresh = [d for d in DOCS if d["half"] == "fresh"]
+    assert len(fresh) >= 40
+    repos = {d["source"]["repo"].lower() for d in DOCS if d["half"] != "fresh"}
+    assert not repos & {d["source"]["repo"].lower() for d in fresh}, "a fresh run shares a repository"
+    first = (ROOT / "public_runs" / "fresh_first_scoring.txt").read_text(encoding="utf-8").splitlines()
+    for d in fresh:  # one line per run, with the label it was committed with
+        line = [x for x in first if f" {d['id']}  [" in x]
+        assert len(line) == 1, d["id"]
+        assert line[0].split()[1:3] == ["fresh", d["label"]["verdict"]], line[0]
+
+
+def test_every_fresh_miss_is_reviewed(judged: list) -> None:
+    review = public_runs.fresh_review()
+    wrong = {j.run_id for j in judged if j.half == "fresh" and not public_runs.agrees(j)}
+    assert wrong <= set(review), f"review in public_runs/fresh_review.json: {sorted(wrong - set(review))}"
 
 
 def test_precision_table_is_current(judged: list) -> None:
