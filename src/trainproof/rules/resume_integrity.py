@@ -1,0 +1,320 @@
+"""Resume integrity: whether a run that was stopped and started again carried on where it
+stopped. TP-RESUMED (rules/resume.py) reports where a log's step counter went back; the
+rules here judge what the curves show across such a boundary:
+
+- TP-RESUME-WARMUP: the learning rate fell off its schedule and warmed up again from the
+  start, re-tracing the run's own warm-up: the scheduler's state was not restored (HF's
+  Trainer resumes without optimizer.pt or scheduler.pt that way, and says nothing). The
+  LR curve shows it whether or not the log shows a boundary (a trainer_state.json resumed
+  from a checkpoint has none).
+- TP-RESUME-REPLAY: the step counter restarted at the log's start, but the loss carried on
+  from its pre-boundary level rather than from the run's starting level: trained weights
+  were loaded and the loop (its counter, data position and schedule) began again.
+
+Measured in units of the log itself (shares of the peak LR, the loss's own noise), so the
+verdict does not depend on the logging interval or the loss's units."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainproof import stats
+from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
+from trainproof.rules import resume  # noqa: F401  (registers the resume check these follow)
+from trainproof.rules.base import Example, Threshold, check, rule
+from trainproof.rules.gradients import G, finite_series, where
+from trainproof.schedule import SAME_LR, read_schedule
+
+# ---------------------------------------------------------------- the schedule restarted
+
+_WARM = [0.0001 * i for i in range(1, 11)]  # a 10-point warm-up to a peak of 1e-3
+_DECAY = [0.001 - 0.00002 * i for i in range(1, 41)]  # linear decay, 40 points
+_EX_LOSS = [3.0 - 0.01 * i for i in range(80)]
+
+WARMUP_AGAIN = rule(
+    id="TP-RESUME-WARMUP", level=Level.FAIL, group=G,
+    title="The learning-rate schedule started over from warm-up in the middle of the run.",
+    evidence="around step {step}: the schedule stood at {before} ({before_share:.0%} of the peak "
+    "{peak}) and the LR went to {trough}, then re-traced the run's own warm-up ({matched} "
+    "point(s) within {limit_retrace_tol:.0%} of the peak of it){how} (>= {limit_min_drop:.0%})",
+    summary="After a resume the LR goes back to where warm-up began and warms up again, "
+    "instead of continuing the decay it was on.",
+    why="The scheduler's state was lost at the resume: the rest of the run trains at a "
+    "schedule nobody chose (a second warm-up to the peak, a decay that ends later and higher "
+    "than planned), usually because the optimizer's state was lost with it (fresh Adam "
+    "moments). transformers' Trainer resumed from a checkpoint without optimizer.pt or "
+    "scheduler.pt does exactly this without a warning; so does a new Trainer started from "
+    "the checkpoint's weights. The run is not the recipe it claims to be.",
+    fix="Resume with the optimizer and scheduler state (keep optimizer.pt and scheduler.pt in "
+    "the checkpoint; `trainer.train(resume_from_checkpoint=...)`, not a new Trainer on "
+    "`from_pretrained(checkpoint)`); re-run from the last checkpoint that has them.",
+    thresholds={
+        "min_drop": Threshold(
+            0.25, "of the peak LR",
+            "How far the LR left the schedule it was on: without a boundary in the log, the "
+            "pre-boundary schedule (carried on to where the new warm-up began) stood this far above "
+            "the warm-up's start - a cyclic (triangular) schedule reaches its trough by its own "
+            "decay (a fall of ~0), a scheduler lost mid-run falls by half the peak or more; at a "
+            "boundary the log shows, the new warm-up climbed this far above where the schedule "
+            "stood (a run resumed late in its decay goes back up to the peak)."),
+        "retrace_tol": Threshold(
+            0.1, "of the peak LR",
+            "Each point of the new rise must sit within a tenth of the peak of the run's first "
+            "warm-up at the same distance from its start: a restarted scheduler repeats its "
+            "warm-up exactly (loggers round LRs to 3-4 digits, far inside this)."),
+        "min_matched": Threshold(
+            2, "points",
+            "The trough and at least one point of the rise after it: one low point alone could be "
+            "any dip, two on the warm-up line are the warm-up again."),
+        "max_start_share": Threshold(
+            0.5, "of the peak LR",
+            "The run's own warm-up must start at most half-way to the peak, so that starting over "
+            "is a visible fall; a run without a warm-up gives nothing to recognise."),
+    },
+    fires=Example({"loss": _EX_LOSS, "lr": _WARM + _DECAY[:20] + _WARM + _DECAY},
+                  note="warm-up, 20 points of decay, then warm-up again from the start"),
+    passes=Example({"loss": _EX_LOSS, "lr": _WARM + _DECAY + [0.0002] * 30},
+                   note="the schedule goes on after the resume"),
+    limits="Re-warming on purpose (continued pre-training that warms a decayed model up again "
+    "in the same log) looks the same and fires; a schedule restarted without a warm-up (a "
+    "jump straight back to the peak) is not told apart from cosine-with-restarts and does not.",
+)
+
+
+def _initial_warmup(steps: np.ndarray, values: np.ndarray, end: float) -> tuple[np.ndarray, np.ndarray]:
+    """The run's first warm-up as (steps, non-decreasing LRs), up to its end step."""
+    k = int(np.searchsorted(steps, end, side="right"))
+    return steps[:k], np.maximum.accumulate(values[:k])
+
+
+def _warmup_step(lr: float, ws: np.ndarray, wv: np.ndarray) -> float:
+    """The step of the first warm-up at which it had the LR `lr` (linear below its first point)."""
+    if lr >= wv[0] or ws.size < 2 or wv[1] <= wv[0]:
+        return float(np.interp(lr, wv, ws))
+    slope = (wv[1] - wv[0]) / (ws[1] - ws[0])
+    return float(ws[0] - (wv[0] - lr) / slope)
+
+
+def _rise_end(values: np.ndarray, t: int) -> int:
+    """The last index of the rise that begins at the trough `t`."""
+    j = t
+    while j + 1 < values.size and values[j + 1] >= values[j] * (1.0 - SAME_LR):
+        j += 1
+    return j
+
+
+def _restart_at(steps: np.ndarray, values: np.ndarray, t: int, ws: np.ndarray, wv: np.ndarray,
+                peak: float) -> dict | None:
+    """Measure the rise from the trough `t`: how far it re-traces the first warm-up and how
+    far the schedule before it fell; None when the rise is not the warm-up again."""
+    if t < 2:
+        return None
+    shift = float(steps[t]) - _warmup_step(float(values[t]), ws, wv)
+    tol = WARMUP_AGAIN.t("retrace_tol") * peak
+    matched = 0
+    for j in range(t, _rise_end(values, t) + 1):
+        at = float(steps[j]) - shift
+        if at > ws[-1]:
+            break
+        if abs(values[j] - np.interp(at, ws, wv)) > tol:
+            return None
+        matched += 1
+    # Where the pre-boundary schedule stood when the new warm-up began: the line through
+    # the last two points before the trough, carried on to that step.
+    began = float(ws[0]) + shift
+    s1, s2, v1, v2 = steps[t - 2], steps[t - 1], values[t - 2], values[t - 1]
+    slope = (v2 - v1) / (s2 - s1) if s2 > s1 else 0.0
+    before = max(float(v2 + slope * max(began - s2, 0.0)), 0.0)
+    top = float(values[t:_rise_end(values, t) + 1].max())
+    return {"matched": matched, "before": before, "drop": before - float(wv[0]),
+            "climb": top - before, "trough": float(values[t])}
+
+
+def _boundary_at(run: Run, s: Series, t: int) -> dict | None:
+    """The resume boundary of the LR log that the point `t` follows, when there is one."""
+    found = run.meta.get("resumes")
+    for b in (found.get("lr") or []) if isinstance(found, dict) else []:
+        at = np.searchsorted(s.steps, b["to"]) if b["kind"] == "resume" else \
+            np.searchsorted(s.steps, b["from"], side="right")
+        if int(at) == t:
+            return b
+    return None
+
+
+def _judged_restart(run: Run, s: Series, t: int, m: dict, peak: float) -> str | None:
+    """Why the rise from the trough `t` is the schedule started over (the phrase the
+    evidence ends with), or None. With a boundary in the log at the trough, the LR climbing
+    back above where the schedule stood says it; without one, the fall off the schedule
+    must say it, so that a cyclic schedule's trough is not taken for a restart. A counter
+    restarted with the loss back at its start is a new run in the same log, not a resume."""
+    b = _boundary_at(run, s, t)
+    limit = WARMUP_AGAIN.t("min_drop") * peak
+    if b is not None and b["kind"] == "restart" and not _weights_carried(run, b):
+        return None
+    if b is not None and m["climb"] >= limit:
+        return (f"; at the log's resume boundary (step {b['from']:g} -> {b['to']:g}) the LR climbed "
+                f"back {m['climb'] / peak:.0%} of the peak above where the schedule stood")
+    if m["drop"] >= limit:
+        return f"; a fall off the schedule of {m['drop'] / peak:.0%} of the peak"
+    return None
+
+
+@check("resume-warmup", WARMUP_AGAIN, after="resume")
+def schedule_started_over(run: Run) -> list[Finding] | Skip:
+    s = finite_series(run, "lr", 4)
+    if isinstance(s, Skip):
+        return s
+    sched = read_schedule(run)
+    peak = sched.peak_lr
+    if sched.warmup_end is None or sched.warming_up or not peak or not sched.restarts:
+        return Skip(SkipKind.DEGENERATE, "no warm-up followed by a restart of the LR schedule")
+    ws, wv = _initial_warmup(s.steps, s.values, sched.warmup_end)
+    if ws.size < 2 or wv[0] > WARMUP_AGAIN.t("max_start_share") * peak:
+        return Skip(SkipKind.DEGENERATE, "the run's warm-up starts too close to its peak to recognise")
+    for r in sched.restarts:
+        t = int(np.searchsorted(s.steps, r)) - 1
+        m = _restart_at(s.steps, s.values, t, ws, wv, peak)
+        if m is None or m["matched"] < WARMUP_AGAIN.t("min_matched"):
+            continue
+        how = _judged_restart(run, s, t, m, peak)
+        if how is not None:
+            step = float(s.steps[t])
+            return [WARMUP_AGAIN.finding(
+                where(run, step), step=step, before=m["before"], before_share=m["before"] / peak,
+                peak=peak, trough=m["trough"], matched=m["matched"], how=how)]
+    return []
+
+
+# ---------------------------------------------------------------- the loop started over
+
+_EX_STEPS = list(range(1, 41)) + list(range(1, 21))
+_EX_RUN1 = [3.0 * 0.97 ** i for i in range(40)]
+_EX_LR = [0.001 - 0.00002 * i for i in range(40)] + [0.001 - 0.00002 * i for i in range(20)]
+
+REPLAYED = rule(
+    id="TP-RESUME-REPLAY", level=Level.WARN, group=G,
+    title="The step counter started over but the loss carried on: trained weights began the run again.",
+    evidence="the counter went back from step {from_step:g} to {to_step:g}; the loss after it "
+    "({after}) sits near its level before ({before}), not near the run's start ({start}): "
+    "{carried:.0%} of the gain kept >= {limit_carried:.0%}, after a gain of {gain_se:.0f} "
+    "standard errors of the loss's noise",
+    summary="A step counter and LR schedule restarted from the beginning while the loss continues "
+    "from where it was: the weights were carried over, the training loop's state was not.",
+    why="A new run started from a checkpoint's weights (`from_pretrained(checkpoint)` and a "
+    "new Trainer, or a loop that restores the model only) counts from 0 again and, with the "
+    "same seed, feeds the same batches in the same order: the data of the steps before the "
+    "boundary is trained twice, and the schedule warms up and decays again. A resume that "
+    "writes its overlap again (the counter goes back into the log, not to its start) is a "
+    "sound resume and is not this.",
+    fix="Resume the run itself (`trainer.train(resume_from_checkpoint=...)`, or restore the "
+    "optimizer, scheduler, step and data position in your loop); if a second stage was meant, "
+    "log it to its own file.",
+    thresholds={
+        "carried": Threshold(
+            0.5, "of the loss's gain before the boundary",
+            "The loss after the boundary has kept at least half of what the run had gained: it "
+            "is nearer the pre-boundary level than the start, so the weights were the trained "
+            "ones. A second run from scratch appended to the log starts near 0 % of it."),
+        "min_gain_se": Threshold(
+            6, "standard errors",
+            "The run must have moved from its start by this many standard errors of the median "
+            "of an edge window (the log's own noise), so that 'back at the start' and 'carried "
+            "on' are told apart by far more than the noise."),
+        "edge": Threshold(
+            0.1, "of the loss points",
+            "Each level (the run's start, before the boundary, after it) is the median of a "
+            "tenth of the log's loss points (at least min_edge): a share, so thinning the log "
+            "does not move the levels."),
+        "min_edge": Threshold(3, "points", "The smallest window with a majority."),
+        "lr_tol": Threshold(
+            0.1, "of the peak LR",
+            "The loop itself started over: the first min_edge LRs after the boundary repeat the "
+            "run's first ones within a tenth of the peak, and the last ones before it do not (a "
+            "counter that restarts while the schedule goes on is a logger counting per process "
+            "or per epoch, and a constant LR cannot say)."),
+    },
+    fires=Example({"loss": _EX_RUN1 + [_EX_RUN1[-1] * 0.99 ** i for i in range(20)], "lr": _EX_LR,
+                   "steps": _EX_STEPS},
+                  note="a new run from the trained weights: counter and schedule from the start again"),
+    passes=Example({"loss": _EX_RUN1 + _EX_RUN1[:20], "lr": _EX_LR, "steps": _EX_STEPS},
+                   note="a second run from scratch appended to the same log"),
+    limits="Only counters restarted at or below the log's first step are judged (the parser "
+    "continues them; rules/resume.py). A loop that counts steps per epoch restarts its "
+    "counter every epoch and keeps its schedule going, so it is not judged; nor is a log without "
+    "an LR column.",
+)
+
+
+def _loss_levels(run: Run) -> tuple[Series, int] | Skip:
+    """The finite positive loss and the edge window its levels are medians of."""
+    s = finite_series(run, "loss", 3 * REPLAYED.t("min_edge"))
+    if isinstance(s, Skip):
+        return s
+    if s.values.min() <= 0:
+        return Skip(SkipKind.DEGENERATE, "loss is not positive; loss levels are compared as ratios")
+    return s, max(int(REPLAYED.t("min_edge")), int(REPLAYED.t("edge") * s.values.size))
+
+
+def _weights_carried(run: Run, b: dict) -> bool:
+    """Whether the loss after the restart boundary `b` kept the gain made before it."""
+    got = _loss_levels(run)
+    if isinstance(got, Skip):
+        return False
+    m = _replay_at(got[0], b, got[1])
+    return m is not None and _carried(m)
+
+
+def _carried(m: dict) -> bool:
+    """The loss after the boundary kept enough of a gain far larger than the noise."""
+    return m["carried"] >= REPLAYED.t("carried") and m["gain_se"] >= REPLAYED.t("min_gain_se")
+
+
+def _replay_at(s: Series, b: dict, k: int) -> dict | None:
+    """The start, pre- and post-boundary loss levels around one restart boundary."""
+    i = int(np.searchsorted(s.steps, b["from"], side="right"))
+    if i < 2 * k or s.values.size - i < k:
+        return None
+    start, before = stats.median(s.values[:k]), stats.median(s.values[i - k:i])
+    after = stats.median(s.values[i:i + k])
+    sigma = stats.log_noise(s.values[:i])
+    gain = float(np.log(start / before))
+    se = stats.MEDIAN_SE * sigma * np.sqrt(2.0 / k)
+    if gain <= 0 or se <= 0:
+        return None
+    return {"start": float(start), "before": float(before), "after": float(after),
+            "carried": float(np.log(start / after) / gain), "gain_se": gain / se}
+
+
+def _schedule_from_start(lr: Series, b: dict) -> bool:
+    """Whether the LRs after the boundary `b` repeat the run's first LRs at the same distance
+    from its start, while the last ones before it differ from them: the schedule began again."""
+    m = int(REPLAYED.t("min_edge"))
+    i = int(np.searchsorted(lr.steps, b["from"], side="right"))
+    if i < m or lr.values.size - i < m:
+        return False
+    v, st = lr.values, lr.steps
+    tol = REPLAYED.t("lr_tol") * float(np.nanmax(v))
+    want = np.interp(st[i:i + m] - st[i] + st[0], st[:i], v[:i])
+    again = float(np.max(np.abs(v[i:i + m] - want))) <= tol
+    moved = float(np.max(np.abs(v[i - m:i] - v[:m]))) > tol
+    return again and moved
+
+
+@check("resume-replay", REPLAYED, after="resume-warmup")
+def loop_started_over(run: Run) -> list[Finding] | Skip:
+    found = run.meta.get("resumes")
+    bounds = [b for b in (found.get("loss") or []) if b.get("kind") == "restart"] if isinstance(found, dict) else []
+    if not bounds:
+        return Skip(SkipKind.NO_DATA, "no restarted step counter in the loss log")
+    lr = run.get("lr")
+    if lr is None:
+        return Skip(SkipKind.NO_DATA, "no LR column: a restarted counter alone does not say the loop started over")
+    got = _loss_levels(run)
+    if isinstance(got, Skip):
+        return got
+    s, k = got
+    for b in bounds:
+        m = _replay_at(s, b, k)
+        if m and _carried(m) and _schedule_from_start(lr, b):
+            return [REPLAYED.finding(where(run, b["from"]), from_step=b["from"], to_step=b["to"], **m)]
+    return []
