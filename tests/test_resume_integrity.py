@@ -136,3 +136,15 @@ def test_run_meta_says_what_was_pruned():
         meta = json.loads((EV / name / "run_meta.json").read_text())
         assert meta["versions"]["transformers"] and "pruned" in meta
         assert not list((EV / name).rglob("*.safetensors")) and not list((EV / name).rglob("*.pt"))
+
+
+@pytest.mark.parametrize("path,k", [("evidence/resume/restart_from_weights/tb", 2),
+                                    ("evidence/resume/restart_from_weights/tb", 5),
+                                    ("evidence/resume/restart_from_weights/metrics.jsonl", 2),
+                                    ("evidence/resume/restart_from_weights/metrics.jsonl", 5),
+                                    ("tests/fixtures/resume/restarted.jsonl", 2)])
+def test_a_replay_survives_a_coarser_log(path, k):
+    """Logged every 4 or 10 steps instead of 2. The older fixture's warm-up is 3 points long:
+    thinned x5 no warm-up is left to recognise (the rules' stated need of a logged warm-up)."""
+    got = ids(_thin(read_run(ROOT / path), k))
+    assert got.get("TP-RESUME-REPLAY") is Level.WARN and got.get("TP-RESUME-WARMUP") is Level.FAIL

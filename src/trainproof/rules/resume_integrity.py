@@ -95,6 +95,14 @@ def _warmup_step(lr: float, ws: np.ndarray, wv: np.ndarray) -> float:
     return float(ws[0] - (wv[0] - lr) / slope)
 
 
+def _warmup_lr(at: float, ws: np.ndarray, wv: np.ndarray) -> float:
+    """The first warm-up's LR at step `at` (linear below its first point, as `_warmup_step`)."""
+    if at >= ws[0] or wv[1] <= wv[0]:
+        return float(np.interp(at, ws, wv))
+    slope = (wv[1] - wv[0]) / (ws[1] - ws[0])
+    return max(float(wv[0] - (ws[0] - at) * slope), 0.0)
+
+
 def _rise_end(values: np.ndarray, t: int) -> int:
     """The last index of the rise that begins at the trough `t`."""
     j = t
@@ -116,7 +124,7 @@ def _restart_at(steps: np.ndarray, values: np.ndarray, t: int, ws: np.ndarray, w
         at = float(steps[j]) - shift
         if at > ws[-1]:
             break
-        if abs(values[j] - np.interp(at, ws, wv)) > tol:
+        if abs(values[j] - _warmup_lr(at, ws, wv)) > tol:
             return None
         matched += 1
     # Where the pre-boundary schedule stood when the new warm-up began: the line through
@@ -287,15 +295,20 @@ def _replay_at(s: Series, b: dict, k: int) -> dict | None:
 
 def _schedule_from_start(lr: Series, b: dict) -> bool:
     """Whether the LRs after the boundary `b` repeat the run's first LRs at the same distance
-    from its start, while the last ones before it differ from them: the schedule began again."""
+    from its start, while the last ones before it differ from them: the schedule began again.
+    Where the restarted counter's first logged step falls between the log's own logging
+    points is not known, so the repeat is matched at the best of a few alignments within
+    one logging interval."""
     m = int(REPLAYED.t("min_edge"))
     i = int(np.searchsorted(lr.steps, b["from"], side="right"))
     if i < m or lr.values.size - i < m:
         return False
     v, st = lr.values, lr.steps
     tol = REPLAYED.t("lr_tol") * float(np.nanmax(v))
-    want = np.interp(st[i:i + m] - st[i] + st[0], st[:i], v[:i])
-    again = float(np.max(np.abs(v[i:i + m] - want))) <= tol
+    gap = float(st[i + 1] - st[i]) if i + 1 < st.size else 0.0
+    at = st[i:i + m] - st[i] + st[0]
+    again = min(float(np.max(np.abs(v[i:i + m] - np.interp(at + d, st[:i], v[:i]))))
+                for d in np.linspace(-gap, gap, 9)) <= tol
     moved = float(np.max(np.abs(v[i - m:i] - v[:m]))) > tol
     return again and moved
 
