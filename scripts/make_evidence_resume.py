@@ -25,6 +25,9 @@ Runs (the first job of the three resumed ones stops at step 130, a job time limi
   again from step 0 of its own count, while the step counter and the data position continue.
 - `restart_from_weights`: `GPT2LMHeadModel.from_pretrained(".../checkpoint-100")` and a new
   Trainer with the same arguments: the counter, the schedule and the data order start over.
+- `constant_resume_sound`, `constant_resume_no_optimizer`: the two resumes at a constant LR
+  without warm-up, where a fresh scheduler is the same as the old one and only the Adam
+  moments are lost: what a lost optimizer alone does to the loss and gradient norm.
 
     python scripts/make_evidence_resume.py            # system Python: transformers 5.24.0,
                                                       # torch 2.13.0 CPU, tensorboard 2.21.0
@@ -62,7 +65,11 @@ RUNS = {
                            f"checkpoint-{RESUME_FROM} before job 2",
     "restart_from_weights": f"job 1 stops at step {STOP_AT}; job 2 loads checkpoint-{RESUME_FROM}'s "
                             "weights with from_pretrained and trains a new Trainer with the same arguments",
+    "constant_resume_sound": "as resume_sound, at a constant LR without warm-up",
+    "constant_resume_no_optimizer": "as resume_no_optimizer, at a constant LR without warm-up: "
+                                    "only the Adam moments are lost (a fresh constant scheduler is the same)",
 }
+CONSTANT = {"lr_scheduler_type": "constant", "warmup_steps": 0}  # the constant_* runs' changes
 
 
 class Blocks:
@@ -100,7 +107,11 @@ def _callbacks(log_path: Path, stop: bool) -> list:
     return [AppendJsonl()] + ([TimeLimit()] if stop else [])
 
 
-def _trainer(work: Path, dest: Path, stop: bool, model=None):
+def _recipe(name: str) -> dict:
+    return {**RECIPE, **(CONSTANT if name.startswith("constant_") else {})}
+
+
+def _trainer(name: str, work: Path, dest: Path, stop: bool, model=None):
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
 
@@ -110,7 +121,7 @@ def _trainer(work: Path, dest: Path, stop: bool, model=None):
                                            n_layer=1, n_head=2, bos_token_id=0, eos_token_id=0))
     args = TrainingArguments(output_dir=str(work), seed=SEED, report_to=["tensorboard"],
                              save_strategy="steps", disable_tqdm=True, use_cpu=True,
-                             dataloader_num_workers=0, **RECIPE)
+                             dataloader_num_workers=0, **_recipe(name))
     return Trainer(model=model, args=args, train_dataset=Blocks(),
                    callbacks=_callbacks(dest / "metrics.jsonl", stop))
 
@@ -121,13 +132,13 @@ def _second_job(name: str, work: Path, dest: Path) -> None:
     if name == "restart_from_weights":
         from transformers import GPT2LMHeadModel
 
-        trainer = _trainer(work, dest, stop=False, model=GPT2LMHeadModel.from_pretrained(str(ckpt)))
+        trainer = _trainer(name, work, dest, stop=False, model=GPT2LMHeadModel.from_pretrained(str(ckpt)))
         trainer.train()
     else:
-        if name == "resume_no_optimizer":
+        if name.endswith("resume_no_optimizer"):
             for f in ("optimizer.pt", "scheduler.pt"):
                 (ckpt / f).unlink()
-        trainer = _trainer(work, dest, stop=False)
+        trainer = _trainer(name, work, dest, stop=False)
         trainer.train(resume_from_checkpoint=str(ckpt))
     trainer.save_state()
 
@@ -152,7 +163,7 @@ def make(name: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "out"
         os.environ["TENSORBOARD_LOGGING_DIR"] = str(Path(tmp) / "tb")
-        first = _trainer(work, dest, stop=name != "uninterrupted")
+        first = _trainer(name, work, dest, stop=name != "uninterrupted")
         first.train()
         if name == "uninterrupted":
             first.save_state()
@@ -161,7 +172,7 @@ def make(name: str) -> None:
         _keep(work, dest)
     meta = {
         "framework": "transformers", "run": name, "what": RUNS[name], "seed": SEED,
-        "recipe": {**RECIPE, "stop_at": STOP_AT, "resume_from": RESUME_FROM},
+        "recipe": {**_recipe(name), "stop_at": STOP_AT, "resume_from": RESUME_FROM},
         "task": f"next byte of stdlib docstrings, {CONTEXT}-byte blocks; GPT-2 from config "
                 "(n_layer 1, n_embd 32, n_head 2, vocab 256, random init)",
         "wall_seconds": round(time.time() - t0, 1),

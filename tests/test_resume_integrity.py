@@ -29,7 +29,7 @@ def ids(run: Run) -> dict[str, Level]:
 
 
 @pytest.mark.parametrize("record", RECORDS)
-@pytest.mark.parametrize("name", ["uninterrupted", "resume_sound"])
+@pytest.mark.parametrize("name", ["uninterrupted", "resume_sound", "constant_resume_sound"])
 def test_a_sound_resume_and_its_uninterrupted_twin_are_left_alone(name, record):
     rep = judge_run(read_run(EV / name / record))
     assert not {f.rule_id for f in rep.findings} & NEW
@@ -69,6 +69,21 @@ def test_a_new_trainer_on_the_checkpoints_weights_fails_and_replays(record):
     f = next(f for f in judge_run(run).findings if f.rule_id == "TP-RESUME-REPLAY")
     assert (f.values["from_step"], f.values["to_step"]) == (130.0, 2.0)
     assert f.values["carried"] > 0.9
+
+
+@pytest.mark.parametrize("record", RECORDS)
+def test_lost_adam_moments_alone_leave_nothing_to_judge(record):
+    """At a constant LR a fresh scheduler is the old one, so only the Adam moments are lost.
+    Measured on this run: the first loss after the boundary is 2.981 against the sound
+    resume's 2.953 (0.3 of the loss's point noise), the first gradient norm 1.29 against
+    0.42 - one point, where the sound resume itself logs 1.03 two points later. Nothing
+    rises above the noise for a rule to stand on, so neither rule fires (a stated limit)."""
+    run = read_run(EV / "constant_resume_no_optimizer" / record)
+    assert not ids(run)
+    sound = read_run(EV / "constant_resume_sound" / record)
+    i = int(np.searchsorted(run.series["loss"].steps, 101))
+    assert run.series["loss"].values[i] == pytest.approx(2.981, abs=2e-3)
+    assert sound.series["loss"].values[i] == pytest.approx(2.953, abs=2e-3)
 
 
 def test_the_new_trainers_own_state_file_shows_a_fresh_run():
@@ -132,7 +147,8 @@ def test_the_verdict_survives_a_coarser_log(name, want, k):
 
 
 def test_run_meta_says_what_was_pruned():
-    for name in ("uninterrupted", "resume_sound", "resume_no_optimizer", "restart_from_weights"):
+    for name in ("uninterrupted", "resume_sound", "resume_no_optimizer", "restart_from_weights",
+                 "constant_resume_sound", "constant_resume_no_optimizer"):
         meta = json.loads((EV / name / "run_meta.json").read_text())
         assert meta["versions"]["transformers"] and "pruned" in meta
         assert not list((EV / name).rglob("*.safetensors")) and not list((EV / name).rglob("*.pt"))
