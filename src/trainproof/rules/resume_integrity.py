@@ -27,9 +27,9 @@ from trainproof.schedule import SAME_LR, read_schedule
 
 # ---------------------------------------------------------------- the schedule restarted
 
-_WARM = [0.0001 * i for i in range(1, 11)]  # a 10-point warm-up to a peak of 1e-3
-_DECAY = [0.001 - 0.00002 * i for i in range(1, 41)]  # linear decay, 40 points
-_EX_LOSS = [3.0 - 0.01 * i for i in range(80)]
+_EX_LR_WARM = [0.1, 0.2, 0.3, 0.4]  # an example run's warm-up (LR in any unit)
+_EX_LR_DECAY = [0.38, 0.36, 0.34, 0.32, 0.3, 0.28]
+_EX_LOSS = [round(3.0 - 0.05 * i, 2) for i in range(20)]
 
 WARMUP_AGAIN = rule(
     id="TP-RESUME-WARMUP", level=Level.FAIL, group=G,
@@ -71,10 +71,10 @@ WARMUP_AGAIN = rule(
             "The run's own warm-up must start at most half-way to the peak, so that starting over "
             "is a visible fall; a run without a warm-up gives nothing to recognise."),
     },
-    fires=Example({"loss": _EX_LOSS, "lr": _WARM + _DECAY[:20] + _WARM + _DECAY},
-                  note="warm-up, 20 points of decay, then warm-up again from the start"),
-    passes=Example({"loss": _EX_LOSS, "lr": _WARM + _DECAY + [0.0002] * 30},
-                   note="the schedule goes on after the resume"),
+    fires=Example({"loss": _EX_LOSS, "lr": _EX_LR_WARM + _EX_LR_DECAY + _EX_LR_WARM + _EX_LR_DECAY},
+                  note="warm-up, part of the decay, then the same warm-up again from its start"),
+    passes=Example({"loss": _EX_LOSS, "lr": [*_EX_LR_WARM, 0.3, 0.2, *_EX_LR_WARM, 0.3, 0.2, *_EX_LR_WARM, 0.3, 0.2]},
+                   note="a triangular cyclic schedule: each trough reached by its own decay"),
     limits="Re-warming on purpose (continued pre-training that warms a decayed model up again "
     "in the same log) looks the same and fires; a schedule restarted without a warm-up (a "
     "jump straight back to the peak) is not told apart from cosine-with-restarts and does not.",
@@ -195,9 +195,9 @@ def schedule_started_over(run: Run) -> list[Finding] | Skip:
 
 # ---------------------------------------------------------------- the loop started over
 
-_EX_STEPS = list(range(1, 41)) + list(range(1, 21))
-_EX_RUN1 = [3.0 * 0.97 ** i for i in range(40)]
-_EX_LR = [0.001 - 0.00002 * i for i in range(40)] + [0.001 - 0.00002 * i for i in range(20)]
+_EX_STEPS = list(range(1, 13)) + list(range(1, 7))
+_EX_RUN1 = [3.0, 2.7, 2.4, 2.2, 2.0, 1.85, 1.7, 1.6, 1.5, 1.45, 1.4, 1.35]
+_EX_LR = [1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 1.0, 0.95, 0.9, 0.85, 0.8, 0.75]
 
 REPLAYED = rule(
     id="TP-RESUME-REPLAY", level=Level.WARN, group=G,
@@ -241,10 +241,9 @@ REPLAYED = rule(
             "counter that restarts while the schedule goes on is a logger counting per process "
             "or per epoch, and a constant LR cannot say)."),
     },
-    fires=Example({"loss": _EX_RUN1 + [_EX_RUN1[-1] * 0.99 ** i for i in range(20)], "lr": _EX_LR,
-                   "steps": _EX_STEPS},
+    fires=Example({"loss": [*_EX_RUN1, 1.34, 1.3, 1.28, 1.26, 1.24, 1.22], "lr": _EX_LR, "steps": _EX_STEPS},
                   note="a new run from the trained weights: counter and schedule from the start again"),
-    passes=Example({"loss": _EX_RUN1 + _EX_RUN1[:20], "lr": _EX_LR, "steps": _EX_STEPS},
+    passes=Example({"loss": _EX_RUN1 + _EX_RUN1[:6], "lr": _EX_LR, "steps": _EX_STEPS},
                    note="a second run from scratch appended to the same log"),
     limits="Only counters restarted at or below the log's first step are judged (the parser "
     "continues them; rules/resume.py). A loop that counts steps per epoch restarts its "
