@@ -171,7 +171,7 @@ def make(name: str) -> None:
             _second_job(name, work, dest)
         _keep(work, dest)
     meta = {
-        "framework": "transformers", "run": name, "what": RUNS[name], "seed": SEED,
+        "framework": "resume", "library": "transformers Trainer", "run": name, "what": RUNS[name], "seed": SEED,
         "recipe": {**_recipe(name), "stop_at": STOP_AT, "resume_from": RESUME_FROM},
         "task": f"next byte of stdlib docstrings, {CONTEXT}-byte blocks; GPT-2 from config "
                 "(n_layer 1, n_embd 32, n_head 2, vocab 256, random init)",
