@@ -16,6 +16,8 @@ verdict does not depend on the logging interval or the loss's units."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from trainproof import stats
@@ -87,55 +89,61 @@ def _initial_warmup(steps: np.ndarray, values: np.ndarray, end: float) -> tuple[
     return steps[:k], np.maximum.accumulate(values[:k])
 
 
-def _warmup_step(lr: float, ws: np.ndarray, wv: np.ndarray) -> float:
-    """The step of the first warm-up at which it had the LR `lr` (linear below its first point)."""
-    if lr >= wv[0] or ws.size < 2 or wv[1] <= wv[0]:
-        return float(np.interp(lr, wv, ws))
+def _warmup_step(lr: np.ndarray, ws: np.ndarray, wv: np.ndarray) -> np.ndarray:
+    """The steps of the first warm-up at which it had the LRs `lr` (linear below its first point)."""
     slope = (wv[1] - wv[0]) / (ws[1] - ws[0])
-    return float(ws[0] - (wv[0] - lr) / slope)
+    inside = np.interp(lr, wv, ws)
+    if slope <= 0:
+        return inside
+    return np.where(lr >= wv[0], inside, ws[0] - (wv[0] - lr) / slope)
 
 
-def _warmup_lr(at: float, ws: np.ndarray, wv: np.ndarray) -> float:
-    """The first warm-up's LR at step `at` (linear below its first point, as `_warmup_step`)."""
-    if at >= ws[0] or wv[1] <= wv[0]:
-        return float(np.interp(at, ws, wv))
+def _warmup_lr(at: np.ndarray, ws: np.ndarray, wv: np.ndarray) -> np.ndarray:
+    """The first warm-up's LRs at the steps `at` (linear below its first point, as `_warmup_step`)."""
     slope = (wv[1] - wv[0]) / (ws[1] - ws[0])
-    return max(float(wv[0] - (ws[0] - at) * slope), 0.0)
+    inside = np.interp(at, ws, wv)
+    return np.where(at >= ws[0], inside, np.maximum(wv[0] - (ws[0] - at) * slope, 0.0))
 
 
-def _rise_end(values: np.ndarray, t: int) -> int:
-    """The last index of the rise that begins at the trough `t`."""
-    j = t
-    while j + 1 < values.size and values[j + 1] >= values[j] * (1.0 - SAME_LR):
-        j += 1
-    return j
+@dataclass(frozen=True)
+class _Rises:
+    """Every rise after a fall (the schedule's restarts), measured at once: trough index,
+    last index of the rise, the shift that lays the first warm-up over it, where the
+    schedule before it stood when that warm-up would have begun (the line through the two
+    points before the trough, carried on), and how far the LR fell from there / climbed above it."""
+
+    trough: np.ndarray
+    end: np.ndarray
+    shift: np.ndarray
+    before: np.ndarray
+    drop: np.ndarray
+    climb: np.ndarray
 
 
-def _restart_at(steps: np.ndarray, values: np.ndarray, t: int, ws: np.ndarray, wv: np.ndarray,
-                peak: float) -> dict | None:
-    """Measure the rise from the trough `t`: how far it re-traces the first warm-up and how
-    far the schedule before it fell; None when the rise is not the warm-up again."""
-    if t < 2:
-        return None
-    shift = float(steps[t]) - _warmup_step(float(values[t]), ws, wv)
-    tol = WARMUP_AGAIN.t("retrace_tol") * peak
-    matched = 0
-    for j in range(t, _rise_end(values, t) + 1):
-        at = float(steps[j]) - shift
-        if at > ws[-1]:
-            break
-        if abs(values[j] - _warmup_lr(at, ws, wv)) > tol:
-            return None
-        matched += 1
-    # Where the pre-boundary schedule stood when the new warm-up began: the line through
-    # the last two points before the trough, carried on to that step.
-    began = float(ws[0]) + shift
+def _rises(s: Series, restarts: tuple[float, ...], ws: np.ndarray, wv: np.ndarray) -> _Rises:
+    steps, values = s.steps, s.values
+    t = np.searchsorted(steps, np.asarray(restarts)) - 1
+    t = t[t >= 2]
+    downs = np.flatnonzero(values[1:] < values[:-1] * (1.0 - SAME_LR))
+    k = np.searchsorted(downs, t)
+    end = np.full(t.size, values.size - 1)
+    end[k < downs.size] = downs[k[k < downs.size]]  # the rise ends where the LR next falls
+    shift = steps[t] - _warmup_step(values[t], ws, wv)
     s1, s2, v1, v2 = steps[t - 2], steps[t - 1], values[t - 2], values[t - 1]
-    slope = (v2 - v1) / (s2 - s1) if s2 > s1 else 0.0
-    before = max(float(v2 + slope * max(began - s2, 0.0)), 0.0)
-    top = float(values[t:_rise_end(values, t) + 1].max())
-    return {"matched": matched, "before": before, "drop": before - float(wv[0]),
-            "climb": top - before, "trough": float(values[t])}
+    slope = np.where(s2 > s1, (v2 - v1) / np.where(s2 > s1, s2 - s1, 1.0), 0.0)
+    before = np.maximum(v2 + slope * np.maximum(ws[0] + shift - s2, 0.0), 0.0)
+    return _Rises(t, end, shift, before, before - wv[0], values[end] - before)
+
+
+def _retraced(s: Series, r: _Rises, i: int, ws: np.ndarray, wv: np.ndarray, tol: float) -> int:
+    """How many points of rise `i` (from its trough, within the warm-up's length) lie on the
+    first warm-up laid over it; 0 when any of them is off it by more than `tol`."""
+    at = s.steps[r.trough[i]:r.end[i] + 1] - r.shift[i]
+    on = at <= ws[-1]  # a prefix: steps increase
+    got = s.values[r.trough[i]:r.end[i] + 1][on]
+    if np.any(np.abs(got - _warmup_lr(at[on], ws, wv)) > tol):
+        return 0
+    return int(got.size)
 
 
 def _boundary_at(run: Run, s: Series, t: int) -> dict | None:
@@ -149,22 +157,27 @@ def _boundary_at(run: Run, s: Series, t: int) -> dict | None:
     return None
 
 
-def _judged_restart(run: Run, s: Series, t: int, m: dict, peak: float) -> str | None:
-    """Why the rise from the trough `t` is the schedule started over (the phrase the
-    evidence ends with), or None. With a boundary in the log at the trough, the LR climbing
-    back above where the schedule stood says it; without one, the fall off the schedule
-    must say it, so that a cyclic schedule's trough is not taken for a restart. A counter
-    restarted with the loss back at its start is a new run in the same log, not a resume."""
-    b = _boundary_at(run, s, t)
+def _judged_restart(run: Run, s: Series, r: _Rises, i: int, peak: float) -> str | None:
+    """Why rise `i` is the schedule started over (the phrase the evidence ends with), or
+    None. With a boundary in the log at the trough, the LR climbing back above where the
+    schedule stood says it; without one, the fall off the schedule must say it, so that a
+    cyclic schedule's trough is not taken for a restart. A counter restarted with the loss
+    back at its start is a new run in the same log, not a resume."""
+    b = _boundary_at(run, s, int(r.trough[i]))
     limit = WARMUP_AGAIN.t("min_drop") * peak
     if b is not None and b["kind"] == "restart" and not _weights_carried(run, b):
         return None
-    if b is not None and m["climb"] >= limit:
+    if b is not None and r.climb[i] >= limit:
         return (f"; at the log's resume boundary (step {b['from']:g} -> {b['to']:g}) the LR climbed "
-                f"back {m['climb'] / peak:.0%} of the peak above where the schedule stood")
-    if m["drop"] >= limit:
-        return f"; a fall off the schedule of {m['drop'] / peak:.0%} of the peak"
+                f"back {r.climb[i] / peak:.0%} of the peak above where the schedule stood")
+    if r.drop[i] >= limit:
+        return f"; a fall off the schedule of {r.drop[i] / peak:.0%} of the peak"
     return None
+
+
+def _has_boundary(run: Run) -> bool:
+    found = run.meta.get("resumes")
+    return isinstance(found, dict) and bool(found.get("lr"))
 
 
 @check("resume-warmup", WARMUP_AGAIN, after="resume")
@@ -179,17 +192,21 @@ def schedule_started_over(run: Run) -> list[Finding] | Skip:
     ws, wv = _initial_warmup(s.steps, s.values, sched.warmup_end)
     if ws.size < 2 or wv[0] > WARMUP_AGAIN.t("max_start_share") * peak:
         return Skip(SkipKind.DEGENERATE, "the run's warm-up starts too close to its peak to recognise")
-    for r in sched.restarts:
-        t = int(np.searchsorted(s.steps, r)) - 1
-        m = _restart_at(s.steps, s.values, t, ws, wv, peak)
-        if m is None or m["matched"] < WARMUP_AGAIN.t("min_matched"):
-            continue
-        how = _judged_restart(run, s, t, m, peak)
+    r = _rises(s, sched.restarts, ws, wv)
+    # Only rises that could be judged a restart are traced against the warm-up: a cyclic
+    # schedule has thousands of rises on a long log, none with a fall off its schedule.
+    limit = WARMUP_AGAIN.t("min_drop") * peak
+    maybe = np.flatnonzero((r.drop >= limit) | (r.climb >= limit)) if _has_boundary(run) else \
+        np.flatnonzero(r.drop >= limit)
+    tol = WARMUP_AGAIN.t("retrace_tol") * peak
+    for i in maybe.tolist():
+        matched = _retraced(s, r, i, ws, wv, tol)
+        how = _judged_restart(run, s, r, i, peak) if matched >= WARMUP_AGAIN.t("min_matched") else None
         if how is not None:
-            step = float(s.steps[t])
+            step = float(s.steps[r.trough[i]])
             return [WARMUP_AGAIN.finding(
-                where(run, step), step=step, before=m["before"], before_share=m["before"] / peak,
-                peak=peak, trough=m["trough"], matched=m["matched"], how=how)]
+                where(run, step), step=step, before=float(r.before[i]), before_share=float(r.before[i]) / peak,
+                peak=peak, trough=float(s.values[r.trough[i]]), matched=matched, how=how)]
     return []
 
 
