@@ -1,4 +1,5 @@
-"""Resume a real HF Trainer run four ways, for the resume-integrity rules (#16).
+"""Stop a real HF Trainer run and start it again, soundly and in the ways that go wrong,
+for the resume-integrity rules (#16).
 
 The task is next-byte prediction on stdlib docstrings (scripts/make_evidence_common.py)
 with a 1-layer GPT-2 built from a config (n_embd 32, vocab 256 = bytes, context 32),
@@ -8,7 +9,9 @@ entry every 2 steps, a checkpoint every 50. Each run writes what users point
 trainproof at, in evidence/resume/<run>/:
 
 - `tb/`: TensorBoard event files (the Trainer's TensorBoardCallback with
-  TENSORBOARD_LOGGING_DIR fixed, so every process adds an event file to one directory);
+  TENSORBOARD_LOGGING_DIR fixed, so every job adds an event file to one directory; by
+  default transformers 5 gives each job its own `runs/<date>_<host>/`, which TensorBoard
+  and trainproof read as separate runs);
 - `metrics.jsonl`: a user's callback that appends `{"step", **logs}` on every log;
 - `trainer_state.json`: `Trainer.save_state()` after the last `train()` (what the HF
   example scripts do), plus `checkpoint-100/trainer_state.json` as the Trainer wrote it

@@ -1,5 +1,5 @@
 """Resume integrity (TP-RESUME-WARMUP, TP-RESUME-REPLAY) on real HF Trainer runs that were
-stopped at step 130 and started again four ways (evidence/resume/, made by
+stopped at step 130 and started again (evidence/resume/, made by
 scripts/make_evidence_resume.py with transformers 5.24.0, torch 2.13.0 CPU): each record a
 user points trainproof at (the TensorBoard directory with one event file per job, a JSONL
 log a callback appended to, the final trainer_state.json) gives the verdict the run

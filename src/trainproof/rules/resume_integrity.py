@@ -187,11 +187,13 @@ def schedule_started_over(run: Run) -> list[Finding] | Skip:
         return s
     sched = read_schedule(run)
     peak = sched.peak_lr
-    if sched.warmup_end is None or sched.warming_up or not peak or not sched.restarts:
-        return Skip(SkipKind.DEGENERATE, "no warm-up followed by a restart of the LR schedule")
+    if sched.warmup_end is None or sched.warming_up or not peak:
+        return Skip(SkipKind.DEGENERATE, "no completed warm-up in the LR log to recognise a restart of")
     ws, wv = _initial_warmup(s.steps, s.values, sched.warmup_end)
     if ws.size < 2 or wv[0] > WARMUP_AGAIN.t("max_start_share") * peak:
         return Skip(SkipKind.DEGENERATE, "the run's warm-up starts too close to its peak to recognise")
+    if not sched.restarts:
+        return []  # the schedule never rose again after its warm-up
     r = _rises(s, sched.restarts, ws, wv)
     # Only rises that could be judged a restart are traced against the warm-up: a cyclic
     # schedule has thousands of rises on a long log, none with a fall off its schedule.
@@ -334,7 +336,7 @@ def loop_started_over(run: Run) -> list[Finding] | Skip:
     found = run.meta.get("resumes")
     bounds = [b for b in (found.get("loss") or []) if b.get("kind") == "restart"] if isinstance(found, dict) else []
     if not bounds:
-        return Skip(SkipKind.NO_DATA, "no restarted step counter in the loss log")
+        return []  # no counter went back to the log's start: nothing began again
     lr = run.get("lr")
     if lr is None:
         return Skip(SkipKind.NO_DATA, "no LR column: a restarted counter alone does not say the loop started over")
