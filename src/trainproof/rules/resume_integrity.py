@@ -68,6 +68,9 @@ WARMUP_AGAIN = rule(
             2, "points",
             "The trough and at least one point of the rise after it: one low point alone could be "
             "any dip, two on the warm-up line are the warm-up again."),
+        "min_points": Threshold(
+            4, "LR points",
+            "Two points of the run's own warm-up and two of the rise that repeats it."),
         "max_start_share": Threshold(
             0.5, "of the peak LR",
             "The run's own warm-up must start at most half-way to the peak, so that starting over "
@@ -182,7 +185,7 @@ def _has_boundary(run: Run) -> bool:
 
 @check("resume-warmup", WARMUP_AGAIN, after="resume")
 def schedule_started_over(run: Run) -> list[Finding] | Skip:
-    s = finite_series(run, "lr", 4)
+    s = finite_series(run, "lr", WARMUP_AGAIN.t("min_points"))
     if isinstance(s, Skip):
         return s
     sched = read_schedule(run)
@@ -253,6 +256,9 @@ REPLAYED = rule(
             "tenth of the log's loss points (at least min_edge): a share, so thinning the log "
             "does not move the levels."),
         "min_edge": Threshold(3, "points", "The smallest window with a majority."),
+        "min_points": Threshold(
+            9, "loss points",
+            "Three levels of min_edge points each: the run's start, before the boundary, after it."),
         "lr_tol": Threshold(
             0.1, "of the peak LR",
             "The loop itself started over: the first min_edge LRs after the boundary repeat the "
@@ -273,7 +279,7 @@ REPLAYED = rule(
 
 def _loss_levels(run: Run) -> tuple[Series, int] | Skip:
     """The finite positive loss and the edge window its levels are medians of."""
-    s = finite_series(run, "loss", 3 * REPLAYED.t("min_edge"))
+    s = finite_series(run, "loss", REPLAYED.t("min_points"))
     if isinstance(s, Skip):
         return s
     if s.values.min() <= 0:
