@@ -57,6 +57,9 @@ RECORDS: dict[str, tuple[tuple[str, str], ...]] = {
     "keras": (("CSVLogger", "training.csv"), ("TensorBoard callback", "tb")),
     "pytorch": (("JSON Lines", "metrics.jsonl"),),
     "trl": (("trainer_state.json", "trainer_state.json"),),
+    # The two records that hold both jobs of a resumed run; its final trainer_state.json (the
+    # resumed job's state, with no boundary left in it) is judged in tests/test_resume_integrity.py.
+    "resume": (("TensorBoard callback", "tb"), ("JSON Lines callback", "metrics.jsonl")),
 }
 # The frameworks that ran the shared byte-MLP recipes (healthy, diverging) of
 # scripts/make_evidence_common.py; trl's GRPO runs are RL fine-tunes with their own names.
@@ -67,6 +70,11 @@ EVIDENCE_EXPECTED = {
     "grpo_no_signal": frozenset({"FAIL"}), "grpo_lr_zero": frozenset({"WARN", "FAIL"}),
     "grpo_lr_tiny": frozenset({"WARN", "FAIL"}), "grpo_echo": frozenset({"FAIL"}),
     "grpo_sparse_saturates": frozenset({"PASS"}), "grpo_sparse_slow": frozenset({"PASS"}),
+    # resume/: one HF Trainer run stopped at step 130 and started again (make_evidence_resume.py)
+    "uninterrupted": frozenset({"PASS"}), "resume_sound": frozenset({"PASS"}),
+    "resume_no_optimizer": frozenset({"FAIL"}), "restart_from_weights": frozenset({"FAIL"}),
+    "constant_resume_sound": frozenset({"PASS"}),
+    "constant_resume_no_optimizer": frozenset({"PASS"}),  # lost Adam moments alone: not visible
 }
 
 

@@ -425,3 +425,26 @@ def test_a_converged_rounded_loss_survives_how_it_was_logged():
         if name in ("x0.5", "x2", "nats_to_bits"):
             continue
         assert verdict(p(run)) == base, name
+
+
+# ---------------------------------------------------------------- issue #16: resume integrity
+
+_WARMUP_FAIL = ("FAIL", frozenset({"TP-RESUME-WARMUP"}))
+RESUME_EVIDENCE = {  # evidence/resume/<run>/<record>: (verdict, FAIL rule IDs)
+    **{(name, rec): ("PASS", frozenset()) for name in ("uninterrupted", "resume_sound")
+       for rec in ("trainer_state.json", "tb", "metrics.jsonl")},
+    **{("resume_no_optimizer", rec): _WARMUP_FAIL for rec in ("trainer_state.json", "tb", "metrics.jsonl")},
+    **{("restart_from_weights", rec): _WARMUP_FAIL for rec in ("tb", "metrics.jsonl")},
+    ("restart_from_weights", "trainer_state.json"): ("PASS", frozenset()),  # the new Trainer's own state
+}
+
+
+@pytest.mark.parametrize("run_name,record", sorted(RESUME_EVIDENCE))
+def test_a_resume_verdict_survives_how_it_was_logged(run_name, record):
+    """The real resumed HF runs (scripts/make_evidence_resume.py), perturbed as above and
+    logged 2x and 5x more coarsely (every 4 or 10 steps instead of 2)."""
+    run = read_run(ROOT / "evidence" / "resume" / run_name / record)
+    want = RESUME_EVIDENCE[(run_name, record)]
+    assert assert_invariant(run, f"{run_name}/{record}") == want
+    for k in (2, 5):
+        assert verdict(thin(k)(run)) == want, f"{run_name}/{record} thinned x{k}"

@@ -52,7 +52,11 @@ def test_a_restarted_counter_is_continued_in_log_order():
     assert run.meta["resumes"]["loss"] == [{"kind": "restart", "from": 48.0, "to": 2.0, "replaced": 0}]
     rep = judge_run(run)
     assert any(f.rule_id == "TP-RESUMED" and "counter restarted" in f.evidence for f in rep.findings)
-    assert rep.verdict.value == "PASS"
+    # Read in log order, the curve shows no divergence; what it does show - the schedule
+    # warmed up again and the loop began again on trained weights - is the resume
+    # integrity rules' (tests/test_resume_integrity.py).
+    judged = {f.rule_id for f in rep.findings if f.level is not Level.INFO}
+    assert judged == {"TP-RESUME-WARMUP", "TP-RESUME-REPLAY"}
 
 
 def test_sorted_by_step_the_restarted_run_would_fail():
@@ -62,7 +66,8 @@ def test_sorted_by_step_the_restarted_run_would_fail():
     old = {**_logged("first_run"), **_logged("restarted_run")}
     rep = judge_run(run_from({"loss": [old[k] for k in sorted(old)]}))
     assert rep.verdict.value == "FAIL"
-    assert judge_run(read_run(FIX / "restarted.jsonl")).verdict.value == "PASS"
+    in_order = judge_run(read_run(FIX / "restarted.jsonl"))
+    assert not {f.rule_id for f in rep.findings} & {f.rule_id for f in in_order.findings}
 
 
 def test_a_healthy_log_with_a_restarted_counter_passes():
