@@ -154,6 +154,10 @@ def read_run(path: Path, fmt_name: str = "auto", mapping: Mapping[str, str] | No
     except (OSError, UnicodeDecodeError, MemoryError) as exc:
         raise InputError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
     raw.notes.extend(cut)
+    if fmt.name == "hf" and run is None and path.is_file():
+        from trainproof.parsers.beside import beside_state  # HF output directories only
+
+        raw.meta.update(beside_state(path))  # the declared settings and checkpoints on disk
     return build_run(shown, fmt.name, raw, mapping or {})
 
 
