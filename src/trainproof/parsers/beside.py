@@ -18,13 +18,12 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from trainproof.probes.pickle_scan import Opaque, PickleError, scan_pickle
-
 ARGS_FILE = "training_args.bin"
 # A TrainingArguments pickle is ~5 KB (200 fields); a cap far above any real one keeps a
 # hostile file from costing more than a moment.
 MAX_ARGS_BYTES = 1 << 20
 MAX_OPCODES = 200_000
+MAX_ENTRIES = 64  # torch.save of TrainingArguments writes six
 MAX_CHECKPOINTS = 10_000  # checkpoint-N/ folders listed; a real output dir keeps a handful
 CHECKPOINT = re.compile(r"checkpoint-(\d+)$")
 # The TrainingArguments fields the rules read, as plain numbers, strings or booleans.
@@ -81,7 +80,14 @@ def _limited(d: Path) -> list[Path]:
 def read_training_args(path: Path) -> dict[str, Any]:
     """The FIELDS of a torch.save'd TrainingArguments as plain values (enums by their
     value). Raises ValueError with one line when the file is not that."""
+    from trainproof.probes.pickle_scan import PickleError, scan_pickle  # only where the file is
+    from trainproof.zipsafe import declared_entries
+
     try:
+        with path.open("rb") as fh:
+            entries = declared_entries(fh)
+        if entries is not None and entries > MAX_ENTRIES:
+            raise ValueError(f"the ZIP lists {entries} entries; torch.save writes a handful")
         with zipfile.ZipFile(path) as zf:
             pkl = next((i for i in zf.infolist() if i.filename.endswith("/data.pkl")), None)
             if pkl is None:
@@ -111,6 +117,8 @@ def read_training_args(path: Path) -> dict[str, Any]:
 def _state(root: Any) -> dict[str, Any] | None:
     """The attribute dict BUILD gave the pickled object, when it has TrainingArguments'
     learning_rate (TRL's configs subclass it under other names: GRPOConfig, SFTConfig)."""
+    from trainproof.probes.pickle_scan import Opaque
+
     if not isinstance(root, Opaque) or not isinstance(root.args, tuple) or not root.args:
         return None
     state = root.args[-1]
@@ -125,6 +133,8 @@ _NOT_PLAIN = object()
 def _plain(v: Any) -> Any:
     """A scalar as it is; an enum member (an Opaque call of the enum class with its value)
     as its value; anything else is not a plain value."""
+    from trainproof.probes.pickle_scan import Opaque
+
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     if isinstance(v, Opaque) and isinstance(v.args, tuple) and len(v.args) == 1 \

@@ -74,7 +74,7 @@ def _trainer_best(run: Run, on_disk: set[int]) -> int | None:
     return int(m.group(1)) if m and int(m.group(1)) not in on_disk else None
 
 
-@check("best-checkpoint", BEST_GONE)
+@check("best-checkpoint", BEST_GONE, after="eval-declared")
 def best_checkpoint_gone(run: Run) -> list[Finding] | Skip:
     ck = run.meta.get("checkpoints")
     if not isinstance(ck, Mapping) or not ck.get("steps"):

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from trainproof.model import Finding, Level, Location, Run, Skip, SkipKind
+from trainproof.rules import evalcurve, resume, zeros  # noqa: F401  (registered first: these checks follow theirs)
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.schedule import planned_steps
 
@@ -135,7 +136,7 @@ def _plan(run: Run, d: Mapping[str, Any]) -> tuple[str, float, float, float] | S
     return kind, lr, _warmup(d, total), total
 
 
-@check("lr-declared", LR_OFF_PLAN)
+@check("lr-declared", LR_OFF_PLAN, after="lr")
 def lr_not_as_declared(run: Run) -> list[Finding] | Skip:
     d = declared(run)
     if isinstance(d, Skip):
@@ -192,7 +193,10 @@ STOPPED_SHORT = rule(
     "when it has finished.",
     thresholds={"missing": Threshold(0.01, "of max_steps",
                                      "The Trainer stops exactly at max_steps; anything short of it "
-                                     "by more than rounding (1 %) was not the plan.")},
+                                     "by more than rounding (1 %) was not the plan."),
+                "min_points": Threshold(1, "logged points",
+                                        "The state's own global_step is the reading; a state with "
+                                        "no logged point at all is no run to judge.")},
     fires=Example({"loss": [3.0 - 0.05 * i for i in range(8)],
                    "meta": {"max_steps": 20, "global_step": 8, "should_training_stop": False,
                             "checkpoints": {"dir": "out", "steps": [4, 8], "judged": 8, "own_state": False}}},
@@ -219,12 +223,14 @@ def _last_on_disk(run: Run) -> str | None:
     return f"the output directory's own state, beside checkpoints up to {latest}" if ck.get("own_state") else None
 
 
-@check("stopped-short", STOPPED_SHORT)
+@check("stopped-short", STOPPED_SHORT, after="resume")
 def stopped_short(run: Run) -> list[Finding] | Skip:
     planned = planned_steps(run.meta)
     step = _num(run.meta.get("global_step"))
     if planned is None or step is None:
         return Skip(SkipKind.NO_DATA, "no max_steps and global_step in the log's state")
+    if run.records < STOPPED_SHORT.t("min_points"):
+        return Skip(SkipKind.TOO_FEW, "no logged point in the state")
     where = _last_on_disk(run)
     if where is None:
         return Skip(SkipKind.NO_DATA, "not the last state of an output directory on disk")
@@ -258,7 +264,7 @@ EVAL_NOT_LOGGED = rule(
                                    "The Trainer evaluates at every multiple of eval_steps after "
                                    "eval_delay; fewer than half of them logged is not a log that "
                                    "lost a line or two."),
-                "min_due": Threshold(2, "evaluations due",
+                "min_points": Threshold(2, "evaluations due",
                                      "One missing evaluation is not a cadence.")},
     fires=Example({"loss": [3.0 - 0.05 * i for i in range(20)], "meta": {"declared": _DECLARED}},
                   note="eval every 5 steps declared, 4 due, none logged"),
@@ -281,7 +287,7 @@ def _eval_every(d: Mapping[str, Any], run: Run) -> float | None:
     return every
 
 
-@check("eval-declared", EVAL_NOT_LOGGED)
+@check("eval-declared", EVAL_NOT_LOGGED, after="eval-curve")
 def eval_not_logged(run: Run) -> list[Finding] | Skip:
     d = declared(run)
     if isinstance(d, Skip):
@@ -295,7 +301,7 @@ def eval_not_logged(run: Run) -> list[Finding] | Skip:
     due = len([k for k in range(1, int(last // every) + 1) if k * every >= delay])
     ev = run.get("eval_loss")
     logged = 0 if ev is None else int(ev.finite.sum())
-    if due < EVAL_NOT_LOGGED.t("min_due") or logged >= EVAL_NOT_LOGGED.t("share") * due:
+    if due < EVAL_NOT_LOGGED.t("min_points") or logged >= EVAL_NOT_LOGGED.t("share") * due:
         return []
     ran = ", though eval_runtime was logged: the evaluations ran and measured no loss (no labels?)" \
         if "eval_runtime" in run.columns else ""
