@@ -57,6 +57,8 @@ RECORDS: dict[str, tuple[tuple[str, str], ...]] = {
     "keras": (("CSVLogger", "training.csv"), ("TensorBoard callback", "tb")),
     "pytorch": (("JSON Lines", "metrics.jsonl"),),
     "trl": (("trainer_state.json", "trainer_state.json"),),
+    # HF Trainer output directories: the state doctor judges, the latest checkpoint's
+    "declared": (("trainer_state.json", "checkpoint-*/trainer_state.json"),),
 }
 # The frameworks that ran the shared byte-MLP recipes (healthy, diverging) of
 # scripts/make_evidence_common.py; trl's GRPO runs are RL fine-tunes with their own names.
@@ -67,6 +69,9 @@ EVIDENCE_EXPECTED = {
     "grpo_no_signal": frozenset({"FAIL"}), "grpo_lr_zero": frozenset({"WARN", "FAIL"}),
     "grpo_lr_tiny": frozenset({"WARN", "FAIL"}), "grpo_echo": frozenset({"FAIL"}),
     "grpo_sparse_saturates": frozenset({"PASS"}), "grpo_sparse_slow": frozenset({"PASS"}),
+    "lr_wrong_steps": frozenset({"WARN"}), "killed": frozenset({"WARN"}),
+    "eval_no_labels": frozenset({"WARN"}), "best_gone": frozenset({"WARN"}),
+    "best_kept": frozenset({"PASS"}), "early_stopped": frozenset({"PASS"}),
 }
 
 
@@ -166,9 +171,18 @@ def evidence_runs() -> list[tuple[str, str, list[tuple[str, Path, Judged]]]]:
     out = []
     for framework, records in RECORDS.items():
         for run_dir in sorted(p for p in (EVIDENCE / framework).glob("*") if p.is_dir()):
-            judged = [(name, run_dir / sub, judge_single(run_dir / sub)) for name, sub in records]
+            paths = [(name, _record(run_dir, sub)) for name, sub in records]
+            judged = [(name, path, judge_single(path)) for name, path in paths]
             out.append((framework, run_dir.name, judged))
     return out
+
+
+def _record(run_dir: Path, sub: str) -> Path:
+    """The record's path; a `checkpoint-*` pattern is the highest-numbered checkpoint's."""
+    if "*" not in sub:
+        return run_dir / sub
+    found = sorted(run_dir.glob(sub), key=lambda p: int(p.parent.name.rpartition("-")[2]))
+    return found[-1] if found else run_dir / sub
 
 
 def agreement(records: list[tuple[str, Path, Judged]]) -> str:
