@@ -59,6 +59,7 @@ RECORDS: dict[str, tuple[tuple[str, str], ...]] = {
     "trl": (("trainer_state.json", "trainer_state.json"),),
     # HF Trainer output directories: the state doctor judges, the latest checkpoint's
     "declared": (("trainer_state.json", "checkpoint-*/trainer_state.json"),),
+    "declared_lightning": (("CSVLogger", "csv/metrics.csv"),),
 }
 # The frameworks that ran the shared byte-MLP recipes (healthy, diverging) of
 # scripts/make_evidence_common.py; trl's GRPO runs are RL fine-tunes with their own names.
@@ -72,6 +73,7 @@ EVIDENCE_EXPECTED = {
     "lr_wrong_steps": frozenset({"WARN"}), "killed": frozenset({"WARN"}),
     "eval_no_labels": frozenset({"WARN"}), "best_gone": frozenset({"WARN"}),
     "best_kept": frozenset({"PASS"}), "early_stopped": frozenset({"PASS"}),
+    "lr_hardcoded": frozenset({"WARN"}),
 }
 
 

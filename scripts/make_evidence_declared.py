@@ -138,7 +138,8 @@ def train(name: str) -> dict[str, Any]:
     pruned = _keep(tmp, OUT / name)
     shutil.rmtree(tmp, ignore_errors=True)
     # "framework" names the evidence folder (scripts/evidence_matrix.py); the library is HF's
-    return {"framework": "declared", "library": "transformers Trainer", "run": name, "what": what, "ended": ended, "seed": 42, "settings": s,
+    return {"framework": "declared", "library": "transformers Trainer", "run": name, "what": what,
+            "ended": ended, "seed": 42, "settings": s,
             "wall_seconds": round(wall, 1), "pruned_files": pruned,
             "checkpoints_kept": sorted((p.name for p in (OUT / name).glob("checkpoint-*")),
                                       key=lambda n: int(n.rpartition("-")[2]))}

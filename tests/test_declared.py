@@ -138,3 +138,27 @@ def test_an_unreadable_training_args_bin_is_said_not_checked(tmp_path, capsys, d
     assert "executed!" not in capsys.readouterr().out
     # the state's own fields still judge: the killed run stopped short
     assert "TP-STOPPED-SHORT" in {f.rule_id for f in rep.findings}
+
+
+LIGHTNING = ROOT / "evidence" / "declared_lightning"
+
+
+def test_a_lightning_module_that_ignores_its_declared_lr_is_caught():
+    """scripts/make_evidence_declared_lightning.py (lightning 2.6.6): hparams.yaml says lr
+    3e-4; configure_optimizers used 3e-3 written in the code. The healthy twin uses it."""
+    bad = read_run(LIGHTNING / "lr_hardcoded" / "csv" / "metrics.csv")
+    assert bad.meta["declared"]["learning_rate"] == 3e-4
+    rep = judge_run(bad)
+    f = next(f for f in rep.findings if f.rule_id == "TP-LR-NOT-AS-DECLARED")
+    assert f.values["ratio"] == pytest.approx(10.0) and "hparams.yaml" in f.evidence
+    assert not {g.rule_id for g in judge_run(read_run(LIGHTNING / "healthy" / "csv" / "metrics.csv")).findings} & OURS
+
+
+@pytest.mark.parametrize("text", ["lr: 0.001\nlearning_rate: 0.002\n", "lr: [1, 2]\n", "model:\n  lr: 0.1\n",
+                                  "lr: !!python/object/apply:os.system ['echo hi']\n", "\0\xff" * 100])
+def test_an_hparams_yaml_without_one_plain_learning_rate_declares_nothing(tmp_path, text):
+    shutil.copy(LIGHTNING / "lr_hardcoded" / "csv" / "metrics.csv", tmp_path / "metrics.csv")
+    (tmp_path / "hparams.yaml").write_text(text, encoding="latin-1")
+    run = read_run(tmp_path / "metrics.csv")
+    assert "declared" not in run.meta
+    assert "TP-LR-NOT-AS-DECLARED" not in {f.rule_id for f in judge_run(run).findings}

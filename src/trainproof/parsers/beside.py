@@ -1,9 +1,12 @@
-"""What a HuggingFace Trainer output directory declares beside the trainer_state.json
-being read: the run's TrainingArguments from `training_args.bin` (read by replaying its
+"""What a run declares beside its log. A HuggingFace Trainer output directory, beside
+the trainer_state.json being read: the run's TrainingArguments from `training_args.bin` (read by replaying its
 pickle symbolically, probes/pickle_scan.py: nothing is imported, called or unpickled)
 and the `checkpoint-N/` directories on disk. Both go into the Run's meta for the
 declared-versus-actual rules (rules/declared.py) and the best-checkpoint rule
-(rules/checkpoints.py); this module measures and never judges.
+(rules/checkpoints.py). A Lightning log (CSVLogger's metrics.csv, TensorBoardLogger's
+event files) has the `hparams.yaml` that save_hyperparameters() wrote in its version
+directory: its top-level `lr` / `learning_rate` is the declared learning rate. This
+module measures and never judges.
 
 `training_args.bin` is looked for in the state's own directory (a checkpoint-N/ folder,
 or an output directory written by save_model) and then its parent (the output directory
@@ -141,3 +144,35 @@ def _plain(v: Any) -> Any:
             and isinstance(v.args[0], (str, int, float)):
         return v.args[0]
     return _NOT_PLAIN
+
+
+HPARAMS_FILE = "hparams.yaml"
+MAX_HPARAMS_BYTES = 1 << 16  # module hyperparameters: a few lines; the rest is not read
+_TOP_SCALAR = re.compile(r"^(lr|learning_rate):[ \t]*([-+0-9.eE]+)[ \t]*$")
+
+
+def beside_hparams(path: Path) -> dict[str, object]:
+    """Meta entries for a Lightning log at `path` (a file, or a run directory): "declared"
+    with the learning rate of the hparams.yaml in the same version directory, when it
+    names one number under `lr` or `learning_rate` at its top level."""
+    here = path if path.is_dir() else path.parent
+    f = here / HPARAMS_FILE
+    if not f.is_file():
+        return {}
+    try:
+        with f.open("rb") as fh:
+            text = fh.read(MAX_HPARAMS_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return {}
+    found = {}
+    for line in text.splitlines():
+        m = _TOP_SCALAR.match(line)
+        if m:
+            try:
+                found[m.group(1)] = float(m.group(2))
+            except ValueError:
+                continue
+    values = set(found.values())
+    if len(values) != 1:  # none, or lr and learning_rate that disagree: nothing declared
+        return {}
+    return {"declared": {"learning_rate": values.pop(), "source": str(f), "kind": "hparams"}}

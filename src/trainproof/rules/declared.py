@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from trainproof.model import Finding, Level, Location, Run, Skip, SkipKind
+from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules import evalcurve, resume, zeros  # noqa: F401  (registered first: these checks follow theirs)
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.schedule import planned_steps
+from trainproof.schedule import planned_steps, read_schedule
 
 G = "single_run"
 
@@ -34,12 +34,13 @@ _LR_LONG = [1e-3 * m for m in [0.5, 1.0] + [(200 - s) / 198 for s in range(3, 21
 LR_OFF_PLAN = rule(
     id="TP-LR-NOT-AS-DECLARED", level=Level.WARN, group=G,
     title="The logged learning rate does not follow the schedule the run declared.",
-    evidence="{off} of {compared} logged LR points are more than {limit_factor}x off the declared "
-    "{scheduler} schedule (learning_rate {lr}, {warmup} warm-up steps, {total} steps); at step "
-    "{step} the log has {logged:.3g} where the declaration gives {expected:.3g} ({ratio:.2g}x)",
+    evidence="{what}; at step {step} the log has {logged:.3g} where the declaration gives "
+    "{expected:.3g} ({ratio:.2g}x)",
     summary="With the run's TrainingArguments read from training_args.bin, the LR the Trainer "
     "logged at each step is compared with what the declared lr_scheduler_type, learning_rate, "
-    "warm-up and max_steps give at that step; many points far off it is the finding.",
+    "warm-up and max_steps give at that step; many points far off it is the finding. With only "
+    "a learning rate declared (a Lightning hparams.yaml's `lr` or `learning_rate`), the logged "
+    "peak LR is compared with it.",
     why="The Trainer logs the LR its scheduler produced, and a scheduler built from the "
     "declared settings reproduces it exactly. A log that departs from it was trained on another "
     "schedule: an optimizer and scheduler passed in by hand and built for the wrong number of "
@@ -72,7 +73,9 @@ LR_OFF_PLAN = rule(
     passes=Example({"loss": [3.0 - 0.05 * i for i in range(20)], "lr": _LR_OK,
                     "meta": {"max_steps": 20, "declared": _DECLARED}}),
     limits="Only runs with a readable training_args.bin beside (or one folder above) the "
-    "trainer_state.json, and the linear, cosine, constant and constant_with_warmup schedules "
+    "trainer_state.json, or a Lightning hparams.yaml in the log's version directory (its peak "
+    "only: the module's hyperparameters do not say the schedule), and the linear, cosine, "
+    "constant and constant_with_warmup schedules "
     "without lr_scheduler_kwargs; a DeepSpeed configuration may bring its own scheduler and is "
     "not judged. The log's step is taken as the optimizer step the scheduler counted.",
 )
@@ -141,14 +144,16 @@ def lr_not_as_declared(run: Run) -> list[Finding] | Skip:
     d = declared(run)
     if isinstance(d, Skip):
         return d
-    plan = _plan(run, d)
-    if isinstance(plan, Skip):
-        return plan
-    kind, lr, warm, total = plan
     s = run.get("lr")
     if s is None:
         return Skip(SkipKind.NO_DATA, "no lr column in the log")
     s = s.finite_only()
+    if d.get("kind") == "hparams":
+        return _peak_off(run, d, s)
+    plan = _plan(run, d)
+    if isinstance(plan, Skip):
+        return plan
+    kind, lr, warm, total = plan
     keep = s.steps <= total
     steps, logged = s.steps[keep], s.values[keep]
     # Which step's LR a version logs differs by one (the step's own, or the one after
@@ -167,10 +172,34 @@ def lr_not_as_declared(run: Run) -> list[Finding] | Skip:
         return []
     i = int(np.argmax(dev))
     expected = before[i] if abs(logged[i] - before[i]) <= abs(logged[i] - after[i]) else after[i]
-    return [LR_OFF_PLAN.finding(Location(run.path, float(steps[i])), off=int(off.sum()), compared=int(off.size),
-                                scheduler=kind, lr=lr, warmup=int(warm), total=int(total),
-                                step=float(steps[i]), logged=float(logged[i]), expected=float(expected),
-                                ratio=float(logged[i] / expected))]
+    what = (f"{int(off.sum())} of {off.size} logged LR points are more than "
+            f"{LR_OFF_PLAN.t('factor'):g}x off the declared {kind} schedule (learning_rate {lr:g}, "
+            f"{int(warm)} warm-up steps, {int(total)} steps)")
+    return [LR_OFF_PLAN.finding(Location(run.path, float(steps[i])), what=what, off=int(off.sum()),
+                                compared=int(off.size), scheduler=kind, lr=lr, warmup=int(warm),
+                                total=int(total), step=float(steps[i]), logged=float(logged[i]),
+                                expected=float(expected), ratio=float(logged[i] / expected))]
+
+
+def _peak_off(run: Run, d: Mapping[str, Any], s: Series) -> list[Finding] | Skip:
+    """Only a learning rate declared: the logged peak against it. A log still inside its
+    warm-up has not reached its peak yet and is not judged."""
+    lr = _num(d.get("learning_rate"))
+    if lr is None or lr <= 0:
+        return Skip(SkipKind.NO_DATA, "no positive learning rate declared")
+    if len(s) < LR_OFF_PLAN.t("min_points"):
+        return Skip(SkipKind.TOO_FEW, f"{len(s)} logged LR points")
+    if read_schedule(run).warming_up:
+        return Skip(SkipKind.TOO_FEW, "the LR is still rising at the end of the log")
+    i = int(np.argmax(s.values))
+    ratio = float(s.values[i]) / lr
+    if 1.0 / LR_OFF_PLAN.t("factor") <= ratio <= LR_OFF_PLAN.t("factor"):
+        return []
+    what = (f"the logged peak LR is more than {LR_OFF_PLAN.t('factor'):g}x off the learning rate "
+            f"{lr:g} declared in {d.get('source')} (no schedule declared: the peak is compared)")
+    return [LR_OFF_PLAN.finding(Location(run.path, float(s.steps[i])), what=what, off=1, compared=1,
+                                scheduler="none", lr=lr, warmup=0, total=0, step=float(s.steps[i]),
+                                logged=float(s.values[i]), expected=lr, ratio=ratio)]
 
 
 # ---------------------------------------------------------------- stopped short
