@@ -162,3 +162,11 @@ def test_an_hparams_yaml_without_one_plain_learning_rate_declares_nothing(tmp_pa
     run = read_run(tmp_path / "metrics.csv")
     assert "declared" not in run.meta
     assert "TP-LR-NOT-AS-DECLARED" not in {f.rule_id for f in judge_run(run).findings}
+
+
+def test_watch_does_not_call_a_run_it_is_watching_stopped_short(run_cli, tmp_path):
+    """The latest checkpoint of a run being watched is short of max_steps by nature."""
+    code, out, _ = run_cli("watch", state("killed", 60), "--max-duration", "0.3", "--interval", "0.1", "--json")
+    assert code == 0 and "the run is being watched while it trains" in out
+    assert "TP-STOPPED-SHORT" not in out
+    assert "TP-STOPPED-SHORT" in ours(state("killed", 60))

@@ -235,9 +235,10 @@ STOPPED_SHORT = rule(
                              "checkpoints": {"dir": "out", "steps": [4, 8], "judged": 8, "own_state": False}}},
                    note="the same, stopped by EarlyStoppingCallback"),
     limits="Needs the output directory: a trainer_state.json copied out of it is not judged "
-    "(it may be any snapshot of a run that went on). A run still training reads the same as "
-    "one that died, and states older than transformers 4.38 record no stop request, so an "
-    "early stop there reads as a crash; the finding says which it saw.",
+    "(it may be any snapshot of a run that went on). `watch` does not judge it; otherwise a "
+    "run still training reads the same as one that died, and states older than transformers "
+    "4.38 record no stop request, so an early stop there reads as a crash; the finding says "
+    "which it saw.",
 )
 
 
@@ -260,6 +261,8 @@ def stopped_short(run: Run) -> list[Finding] | Skip:
         return Skip(SkipKind.NO_DATA, "no max_steps and global_step in the log's state")
     if run.records < STOPPED_SHORT.t("min_points"):
         return Skip(SkipKind.TOO_FEW, "no logged point in the state")
+    if run.meta.get("live"):
+        return Skip(SkipKind.NOT_REQUESTED, "the run is being watched while it trains")
     where = _last_on_disk(run)
     if where is None:
         return Skip(SkipKind.NO_DATA, "not the last state of an output directory on disk")
