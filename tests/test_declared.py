@@ -170,3 +170,16 @@ def test_watch_does_not_call_a_run_it_is_watching_stopped_short(run_cli, tmp_pat
     assert code == 0 and "the run is being watched while it trains" in out
     assert "TP-STOPPED-SHORT" not in out
     assert "TP-STOPPED-SHORT" in ours(state("killed", 60))
+
+
+def test_the_output_directorys_own_state_is_judged_and_only_its_own_args_are_read(tmp_path):
+    """save_state() writes trainer_state.json into the output directory beside its
+    checkpoint-N/ folders; a training_args.bin in the folder above belongs to no run."""
+    out = tmp_path / "out"
+    shutil.copytree(EVIDENCE / "killed", out)
+    shutil.copy(state("killed", 60), out / "trainer_state.json")
+    shutil.copy(out / "checkpoint-60" / "training_args.bin", tmp_path / "training_args.bin")
+    run = read_run(out / "trainer_state.json")
+    assert "declared" not in run.meta and run.meta["checkpoints"]["own_state"] is True
+    f = next(f for f in judge_run(run).findings if f.rule_id == "TP-STOPPED-SHORT")
+    assert "the output directory's own state" in f.evidence

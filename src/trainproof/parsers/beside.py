@@ -16,6 +16,7 @@ never guess them."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import zipfile
 from pathlib import Path
@@ -27,7 +28,7 @@ ARGS_FILE = "training_args.bin"
 MAX_ARGS_BYTES = 1 << 20
 MAX_OPCODES = 200_000
 MAX_ENTRIES = 64  # torch.save of TrainingArguments writes six
-MAX_CHECKPOINTS = 10_000  # checkpoint-N/ folders listed; a real output dir keeps a handful
+MAX_LISTED = 40_000  # entries of an output directory looked at for checkpoint-N/ folders
 CHECKPOINT = re.compile(r"checkpoint-(\d+)$")
 # The TrainingArguments fields the rules read, as plain numbers, strings or booleans.
 FIELDS = ("learning_rate", "warmup_steps", "warmup_ratio", "lr_scheduler_type", "max_steps",
@@ -41,7 +42,10 @@ def beside_state(path: Path) -> dict[str, object]:
     fields) or "declared_unread" (why not), and "checkpoints" (what is on disk)."""
     meta: dict[str, object] = {}
     here = path.parent
-    args = next((d / ARGS_FILE for d in (here, here.parent) if (d / ARGS_FILE).is_file()), None)
+    # the state's own folder, then - for a checkpoint-N/ folder only - its output directory;
+    # the folder above an output directory belongs to no run in particular
+    places = (here, here.parent) if CHECKPOINT.match(here.name) else (here,)
+    args = next((d / ARGS_FILE for d in places if (d / ARGS_FILE).is_file()), None)
     if args is not None:
         try:
             meta["declared"] = {**read_training_args(args), "source": str(args)}
@@ -61,23 +65,16 @@ def checkpoints(here: Path) -> dict[str, object] | None:
     m = CHECKPOINT.match(here.name)
     out_dir = here.parent if m else here
     try:
-        steps = sorted(int(c.group(1)) for p in _limited(out_dir)
-                       if (c := CHECKPOINT.match(p.name)) and p.is_dir())
+        # a bounded listing: an output directory holds a handful of entries, a hostile or
+        # mistaken one (a home directory) is not walked to its end
+        listed = itertools.islice(out_dir.iterdir(), MAX_LISTED)
+        steps = sorted(int(c.group(1)) for p in listed if (c := CHECKPOINT.match(p.name)) and p.is_dir())
     except OSError:
         return None
     if not steps:
         return None
     return {"dir": str(out_dir), "steps": steps, "judged": int(m.group(1)) if m else None,
             "own_state": (out_dir / "trainer_state.json").is_file()}
-
-
-def _limited(d: Path) -> list[Path]:
-    out = []
-    for i, p in enumerate(d.iterdir()):
-        if i >= MAX_CHECKPOINTS * 4:
-            break
-        out.append(p)
-    return out
 
 
 def read_training_args(path: Path) -> dict[str, Any]:
