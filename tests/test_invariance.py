@@ -349,20 +349,27 @@ def _rescaled(run: Run, k: float) -> Run:
     for key in ("warmup_steps", "max_steps", "eval_steps", "save_steps"):
         if isinstance(d.get(key), (int, float)) and d[key] >= 1:
             d[key] = d[key] * k
-    ck = dict(meta["checkpoints"])
-    ck["steps"] = [s * k for s in ck["steps"]]
-    ck["judged"] = ck["judged"] * k if ck["judged"] is not None else None
-    meta.update(declared=d, checkpoints=ck)
+    meta["declared"] = d
+    if "checkpoints" in meta:
+        ck = dict(meta["checkpoints"])
+        ck["steps"] = [s * k for s in ck["steps"]]
+        ck["judged"] = ck["judged"] * k if ck["judged"] is not None else None
+        meta["checkpoints"] = ck
     moved = _map(run, lambda s: Series(s.name, s.steps * k, s.values))
     return Run(moved.path, moved.format, moved.series, moved.records, moved.columns, moved.notes, meta)
 
 
-@pytest.mark.parametrize("name", sorted(DECLARED))
+def _declared_log(name: str) -> Path:
+    if name.startswith("lightning_"):  # a Lightning version directory with its hparams.yaml
+        return ROOT / "evidence" / "declared_lightning" / name.removeprefix("lightning_") / "csv" / "metrics.csv"
+    return ROOT / "evidence" / "declared" / name / f"checkpoint-{DECLARED[name]}" / "trainer_state.json"
+
+
+@pytest.mark.parametrize("name", [*sorted(DECLARED), "lightning_healthy", "lightning_lr_hardcoded"])
 def test_the_declared_rules_survive_how_a_run_was_logged(name):
-    path = ROOT / "evidence" / "declared" / name / f"checkpoint-{DECLARED[name]}" / "trainer_state.json"
-    run = read_run(path)
+    run = read_run(_declared_log(name))
     base = _declared_ids(run)
-    assert bool(base) == (name not in ("healthy", "best_kept", "early_stopped"))
+    assert bool(base) == (name.removeprefix("lightning_") not in ("healthy", "best_kept", "early_stopped"))
     for k in (2, 5):
         assert _declared_ids(thin(k)(run)) == base, f"{name} thinned x{k}"
     assert _declared_ids(_rescaled(run, 4)) == base, f"{name} steps x4"
