@@ -73,7 +73,7 @@ EVIDENCE_EXPECTED = {
     "lr_wrong_steps": frozenset({"WARN"}), "killed": frozenset({"WARN"}),
     "eval_no_labels": frozenset({"WARN"}), "best_gone": frozenset({"WARN"}),
     "best_kept": frozenset({"PASS"}), "early_stopped": frozenset({"PASS"}),
-    "lr_hardcoded": frozenset({"WARN"}),
+    "lr_hardcoded": frozenset({"WARN"}), "healthy_cosine": frozenset({"PASS"}),
 }
 
 

@@ -41,6 +41,8 @@ KEEP = {"trainer_state.json", "training_args.bin", "config.json"}
 RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "healthy": ("the reference: linear decay with 10 warm-up steps, eval and save every 20 steps, "
                 "150 steps", {}),
+    "healthy_cosine": ("the reference with a cosine decay and its warm-up given as a share "
+                       "(warmup_steps=0.1: 15 of 150 steps)", {"cosine": True}),
     "lr_wrong_steps": ("the same, with the optimizer and scheduler passed in (`optimizers=`), the "
                        "scheduler built for 1,500 training steps instead of 150",
                        {"wrong_schedule": 1500}),
@@ -81,8 +83,10 @@ def _args(out: Path, s: dict[str, Any]) -> Any:
     overfit = s.get("overfit", False)
     return TrainingArguments(
         output_dir=str(out), max_steps=300 if overfit else 150, per_device_train_batch_size=16,
-        per_device_eval_batch_size=32, learning_rate=3e-3 if overfit else 1e-3, warmup_steps=10,
-        lr_scheduler_type="linear", logging_steps=5, eval_strategy="steps", eval_steps=20,
+        per_device_eval_batch_size=32, learning_rate=3e-3 if overfit else 1e-3,
+        warmup_steps=0.1 if s.get("cosine") else 10,
+        lr_scheduler_type="cosine" if s.get("cosine") else "linear", logging_steps=5,
+        eval_strategy="steps", eval_steps=20,
         save_strategy="steps", save_steps=20, save_total_limit=2 if overfit else None,
         load_best_model_at_end=s.get("load_best", False),
         metric_for_best_model="eval_loss" if s.get("load_best") else None,

@@ -25,6 +25,7 @@ OURS = {"TP-LR-NOT-AS-DECLARED", "TP-STOPPED-SHORT", "TP-EVAL-NOT-LOGGED", "TP-B
 # run -> its last checkpoint (the state doctor judges) and what of OURS fires there
 EXPECTED = {
     "healthy": (150, set()),
+    "healthy_cosine": (150, set()),
     "lr_wrong_steps": (150, {"TP-LR-NOT-AS-DECLARED"}),
     "killed": (60, {"TP-STOPPED-SHORT"}),
     "eval_no_labels": (150, {"TP-EVAL-NOT-LOGGED"}),

@@ -331,7 +331,7 @@ def test_a_converged_rounded_loss_survives_how_it_was_logged():
 # evidence/declared/: thinning keeps every k-th logged point (eval points and the state's
 # own fields stay); a consistent rescale (every step count x4: the same run with a quarter
 # of the batch per step) moves the log, the checkpoints on disk and the declared steps alike.
-DECLARED = {"healthy": 150, "lr_wrong_steps": 150, "killed": 60, "eval_no_labels": 150,
+DECLARED = {"healthy": 150, "healthy_cosine": 150, "lr_wrong_steps": 150, "killed": 60, "eval_no_labels": 150,
             "best_gone": 300, "best_kept": 300, "early_stopped": 120}
 DECLARED_IDS = {"TP-LR-NOT-AS-DECLARED", "TP-STOPPED-SHORT", "TP-EVAL-NOT-LOGGED", "TP-BEST-CKPT-GONE"}
 
@@ -369,7 +369,7 @@ def _declared_log(name: str) -> Path:
 def test_the_declared_rules_survive_how_a_run_was_logged(name):
     run = read_run(_declared_log(name))
     base = _declared_ids(run)
-    assert bool(base) == (name.removeprefix("lightning_") not in ("healthy", "best_kept", "early_stopped"))
+    assert bool(base) == (name.removeprefix("lightning_") not in ("healthy", "healthy_cosine", "best_kept", "early_stopped"))
     for k in (2, 5):
         assert _declared_ids(thin(k)(run)) == base, f"{name} thinned x{k}"
     assert _declared_ids(_rescaled(run, 4)) == base, f"{name} steps x4"
