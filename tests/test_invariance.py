@@ -369,7 +369,8 @@ def _declared_log(name: str) -> Path:
 def test_the_declared_rules_survive_how_a_run_was_logged(name):
     run = read_run(_declared_log(name))
     base = _declared_ids(run)
-    assert bool(base) == (name.removeprefix("lightning_") not in ("healthy", "healthy_cosine", "best_kept", "early_stopped"))
+    healthy = ("healthy", "healthy_cosine", "best_kept", "early_stopped")
+    assert bool(base) == (name.removeprefix("lightning_") not in healthy)
     for k in (2, 5):
         assert _declared_ids(thin(k)(run)) == base, f"{name} thinned x{k}"
     assert _declared_ids(_rescaled(run, 4)) == base, f"{name} steps x4"
