@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +79,8 @@ def checkpoints(here: Path) -> dict[str, object] | None:
 def read_training_args(path: Path) -> dict[str, Any]:
     """The FIELDS of a torch.save'd TrainingArguments as plain values (enums by their
     value). Raises ValueError with one line when the file is not that."""
+    import zipfile
+
     from trainproof.probes.pickle_scan import PickleError, scan_pickle  # only where the file is
     from trainproof.zipsafe import declared_entries
 
