@@ -255,17 +255,19 @@ def _last_on_disk(run: Run) -> str | None:
 
 @check("stopped-short", STOPPED_SHORT, after="resume")
 def stopped_short(run: Run) -> list[Finding] | Skip:
+    # The same words for every log without that output directory (an event file or a W&B
+    # record of the same run reports the same checks as its trainer_state.json)
+    where = _last_on_disk(run)
+    if where is None:
+        return Skip(SkipKind.NO_DATA, "not the last state of an output directory on disk")
+    if run.meta.get("live"):
+        return Skip(SkipKind.NOT_REQUESTED, "the run is being watched while it trains")
     planned = planned_steps(run.meta)
     step = _num(run.meta.get("global_step"))
     if planned is None or step is None:
         return Skip(SkipKind.NO_DATA, "no max_steps and global_step in the log's state")
     if run.records < STOPPED_SHORT.t("min_points"):
         return Skip(SkipKind.TOO_FEW, "no logged point in the state")
-    if run.meta.get("live"):
-        return Skip(SkipKind.NOT_REQUESTED, "the run is being watched while it trains")
-    where = _last_on_disk(run)
-    if where is None:
-        return Skip(SkipKind.NO_DATA, "not the last state of an output directory on disk")
     stop = run.meta.get("should_training_stop")
     if stop is True or step >= planned * (1.0 - STOPPED_SHORT.t("missing")):
         return []
