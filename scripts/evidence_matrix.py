@@ -60,6 +60,9 @@ RECORDS: dict[str, tuple[tuple[str, str], ...]] = {
     # The two records that hold both jobs of a resumed run; its final trainer_state.json (the
     # resumed job's state, with no boundary left in it) is judged in tests/test_resume_integrity.py.
     "resume": (("TensorBoard callback", "tb"), ("JSON Lines callback", "metrics.jsonl")),
+    # HF Trainer output directories: the state doctor judges, the latest checkpoint's
+    "declared": (("trainer_state.json", "checkpoint-*/trainer_state.json"),),
+    "declared_lightning": (("CSVLogger", "csv/metrics.csv"),),
 }
 # The frameworks that ran the shared byte-MLP recipes (healthy, diverging) of
 # scripts/make_evidence_common.py; trl's GRPO runs are RL fine-tunes with their own names.
@@ -75,6 +78,10 @@ EVIDENCE_EXPECTED = {
     "resume_no_optimizer": frozenset({"FAIL"}), "restart_from_weights": frozenset({"FAIL"}),
     "constant_resume_sound": frozenset({"PASS"}),
     "constant_resume_no_optimizer": frozenset({"PASS"}),  # lost Adam moments alone: not visible
+    "lr_wrong_steps": frozenset({"WARN"}), "killed": frozenset({"WARN"}),
+    "eval_no_labels": frozenset({"WARN"}), "best_gone": frozenset({"WARN"}),
+    "best_kept": frozenset({"PASS"}), "early_stopped": frozenset({"PASS"}),
+    "lr_hardcoded": frozenset({"WARN"}), "healthy_cosine": frozenset({"PASS"}),
 }
 
 
@@ -174,9 +181,18 @@ def evidence_runs() -> list[tuple[str, str, list[tuple[str, Path, Judged]]]]:
     out = []
     for framework, records in RECORDS.items():
         for run_dir in sorted(p for p in (EVIDENCE / framework).glob("*") if p.is_dir()):
-            judged = [(name, run_dir / sub, judge_single(run_dir / sub)) for name, sub in records]
+            paths = [(name, _record(run_dir, sub)) for name, sub in records]
+            judged = [(name, path, judge_single(path)) for name, path in paths]
             out.append((framework, run_dir.name, judged))
     return out
+
+
+def _record(run_dir: Path, sub: str) -> Path:
+    """The record's path; a `checkpoint-*` pattern is the highest-numbered checkpoint's."""
+    if "*" not in sub:
+        return run_dir / sub
+    found = sorted(run_dir.glob(sub), key=lambda p: int(p.parent.name.rpartition("-")[2]))
+    return found[-1] if found else run_dir / sub
 
 
 def agreement(records: list[tuple[str, Path, Judged]]) -> str:

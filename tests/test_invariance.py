@@ -448,3 +448,50 @@ def test_a_resume_verdict_survives_how_it_was_logged(run_name, record):
     assert assert_invariant(run, f"{run_name}/{record}") == want
     for k in (2, 5):
         assert verdict(thin(k)(run)) == want, f"{run_name}/{record} thinned x{k}"
+# The declared-versus-actual and best-checkpoint rules (#16) on the real HF Trainer runs of
+# evidence/declared/: thinning keeps every k-th logged point (eval points and the state's
+# own fields stay); a consistent rescale (every step count x4: the same run with a quarter
+# of the batch per step) moves the log, the checkpoints on disk and the declared steps alike.
+DECLARED = {"healthy": 150, "healthy_cosine": 150, "lr_wrong_steps": 150, "killed": 60, "eval_no_labels": 150,
+            "best_gone": 300, "best_kept": 300, "early_stopped": 120}
+DECLARED_IDS = {"TP-LR-NOT-AS-DECLARED", "TP-STOPPED-SHORT", "TP-EVAL-NOT-LOGGED", "TP-BEST-CKPT-GONE"}
+
+
+def _declared_ids(run: Run) -> frozenset[str]:
+    return frozenset(f.rule_id for f in judge_run(run).findings if f.rule_id in DECLARED_IDS)
+
+
+def _rescaled(run: Run, k: float) -> Run:
+    meta = dict(run.meta)
+    for key in ("max_steps", "global_step", "eval_steps", "save_steps", "logging_steps"):
+        if isinstance(meta.get(key), (int, float)):
+            meta[key] = meta[key] * k
+    d = dict(meta["declared"])
+    for key in ("warmup_steps", "max_steps", "eval_steps", "save_steps"):
+        if isinstance(d.get(key), (int, float)) and d[key] >= 1:
+            d[key] = d[key] * k
+    meta["declared"] = d
+    if "checkpoints" in meta:
+        ck = dict(meta["checkpoints"])
+        ck["steps"] = [s * k for s in ck["steps"]]
+        ck["judged"] = ck["judged"] * k if ck["judged"] is not None else None
+        meta["checkpoints"] = ck
+    moved = _map(run, lambda s: Series(s.name, s.steps * k, s.values))
+    return Run(moved.path, moved.format, moved.series, moved.records, moved.columns, moved.notes, meta)
+
+
+def _declared_log(name: str) -> Path:
+    if name.startswith("lightning_"):  # a Lightning version directory with its hparams.yaml
+        return ROOT / "evidence" / "declared_lightning" / name.removeprefix("lightning_") / "csv" / "metrics.csv"
+    return ROOT / "evidence" / "declared" / name / f"checkpoint-{DECLARED[name]}" / "trainer_state.json"
+
+
+@pytest.mark.parametrize("name", [*sorted(DECLARED), "lightning_healthy", "lightning_lr_hardcoded"])
+def test_the_declared_rules_survive_how_a_run_was_logged(name):
+    run = read_run(_declared_log(name))
+    base = _declared_ids(run)
+    healthy = ("healthy", "healthy_cosine", "best_kept", "early_stopped")
+    assert bool(base) == (name.removeprefix("lightning_") not in healthy)
+    for k in (2, 5):
+        assert _declared_ids(thin(k)(run)) == base, f"{name} thinned x{k}"
+    assert _declared_ids(_rescaled(run, 4)) == base, f"{name} steps x4"

@@ -34,9 +34,12 @@ def run_from(data: Mapping[str, Sequence[float]], path: str = "example.jsonl") -
 
 @example_subject("single_run")
 def _single(data: Mapping[str, Any]) -> tuple[str, Run]:
-    """Metric series; "vocab" (and "width") say what a config.json would."""
-    series = {k: v for k, v in data.items() if k not in ("vocab", "width")}
+    """Metric series; "vocab" (and "width") say what a config.json would, "meta" what the
+    reader and the files beside the log put in the Run's meta (parsers/beside.py)."""
+    series = {k: v for k, v in data.items() if k not in ("vocab", "width", "meta")}
     run = run_from(series)
+    if "meta" in data:
+        run = replace(run, meta={**run.meta, **data["meta"]})
     if "vocab" in data:
         vocab = Vocabulary(data["vocab"], "tokens", "example", data.get("width"), None, "example")
         run = replace(run, meta={**run.meta, "vocabulary": vocab})

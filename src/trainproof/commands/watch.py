@@ -153,6 +153,8 @@ class Watch:
                 if run_ is not None:
                     self._vocab = self._vocab or vocabulary(self.path, self.args)
                     run_ = with_vocabulary(run_, self._vocab)
+                    # a log being written: its last state is not where the run ended (TP-STOPPED-SHORT)
+                    run_ = replace(run_, meta={**run_.meta, "live": True})
                     progress.saw(run_, now)
                     judged = judge_run(run_)
             if judged is not None:

@@ -154,6 +154,14 @@ def read_run(path: Path, fmt_name: str = "auto", mapping: Mapping[str, str] | No
     except (OSError, UnicodeDecodeError, MemoryError) as exc:
         raise InputError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
     raw.notes.extend(cut)
+    if fmt.name == "hf" and run is None and path.is_file():
+        from trainproof.parsers.beside import beside_state  # HF output directories only
+
+        raw.meta.update(beside_state(path))  # the declared settings and checkpoints on disk
+    elif fmt.name in ("csv", "tfevents") and run is None:
+        from trainproof.parsers.beside import beside_hparams  # a Lightning version directory
+
+        raw.meta.update(beside_hparams(path))
     return build_run(shown, fmt.name, raw, mapping or {})
 
 

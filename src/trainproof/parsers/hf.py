@@ -152,9 +152,26 @@ def read(path: Path) -> RawLog:
         notes.append(f"{not_objects} log_history entries that are not objects ignored")
     notes.extend(cols.bad_notes())
     meta = {k: doc[k] for k in _META_KEYS if k in doc}
+    meta.update(_stop_request(doc))
     if summary is not None:
         meta["summary"] = {k: v for k, v in summary.items() if isinstance(v, (int, float, str))}
     return RawLog(cols.arrays(), records=records, notes=notes, meta=meta, step_column="step")
+
+
+def _stop_request(doc: Mapping[str, Any]) -> dict[str, object]:
+    """Whether the Trainer had been asked to stop when it wrote this state: transformers
+    >= 4.38 saves TrainerControl (should_training_stop: max_steps reached, or a callback
+    such as EarlyStoppingCallback stopped it) among `stateful_callbacks`. Absent in older
+    states; rules/declared.py tells a crash from a deliberate stop with it."""
+    callbacks = doc.get("stateful_callbacks")
+    if not isinstance(callbacks, dict):
+        return {}
+    control = callbacks.get("TrainerControl")
+    args = control.get("args") if isinstance(control, dict) else None
+    out: dict[str, object] = {"stateful_callbacks": sorted(str(k) for k in callbacks)[:20]}
+    if isinstance(args, dict) and isinstance(args.get("should_training_stop"), bool):
+        out["should_training_stop"] = args["should_training_stop"]
+    return out
 
 
 def is_summary(entry: Mapping[str, Any]) -> bool:
