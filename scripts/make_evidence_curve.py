@@ -21,9 +21,10 @@ Runs (evidence/curve/<run>/metrics.jsonl + run_meta.json):
   Run on, the scale underflows fp32 to 0 near step 225 and the loss turns NaN near 235
   (TP-NAN's); the record stops at 200, where only the loss scale shows anything wrong.
   The healthy twin puts the epsilon inside the square root.
-- spike_recovers / spike_unrecovered: Adam at 3e-3; at step 150 one batch of random bytes
-  (recovers), or the learning rate x100 for steps 150-154 (a burst that knocks the model
-  to a higher plateau).
+- spike_recovers / spike_unrecovered: Adam at 3e-3; the five batches of steps 146-150 are
+  random bytes (a corrupt stretch of data: the loss logged at 150 spikes, then recovers),
+  or the learning rate x100 for steps 150-154 (a burst that knocks the model to a higher
+  plateau).
 - epochs_shuffled / epochs_sorted: 6,400 training examples, 5 epochs of 100 steps; the
   sorted run reads them in a fixed order, sorted by how rare the target byte is (easy,
   frequent bytes first), and never shuffles; the twin reshuffles every epoch. `epoch`
@@ -141,7 +142,7 @@ def _bad_batch(batches: Batches, at: int) -> Batches:
 
     def batch(step: int):
         x, y = batches(step)
-        if step == at:  # one corrupted batch: random bytes in, random bytes out
+        if at - LOG_EVERY < step <= at:  # one logging interval of corrupt batches: random bytes
             x = torch.randint(1, 256, x.shape, generator=gen)
             y = torch.randint(1, 256, y.shape, generator=gen)
         return x, y
@@ -199,7 +200,7 @@ def amp_collapse(d, p):
     return train(p, 200, random_batches(d[0], d[1]), lr=constant(3e-3), amp=True, normalise=True)
 
 
-@run("spike_recovers", "Adam 3e-3, 300 steps; step 150's batch is random bytes")
+@run("spike_recovers", "Adam 3e-3, 300 steps; the batches of steps 146-150 are random bytes")
 def spike_recovers(d, p):
     return train(p, 300, _bad_batch(random_batches(d[0], d[1]), 150), lr=constant(3e-3), vx=d[2], vy=d[3])
 

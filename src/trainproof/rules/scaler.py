@@ -165,8 +165,8 @@ LOSS_SCALE_COLLAPSE = rule(
     id="TP-LOSS-SCALE-COLLAPSE", level=Level.FAIL, group=G,
     title="The fp16 loss scale collapsed to its floor and stayed there.",
     evidence="loss scale {end} at step {step}; at or below {limit_floor} on the last {points} logged "
-    "points, since step {since} ({iterations} iterations >= {limit_hold}), at most {tail_top} there: "
-    "{fall:.3g}x below the {peak} it had been (>= {limit_min_fall}x)",
+    "points, since step {since} ({iterations} iterations >= {limit_hold}); at most {tail_top} on the "
+    "last {limit_min_points} points, {fall:.3g}x below the highest logged, {peak} (>= {limit_min_fall}x)",
     summary="The dynamic loss scale fell from its working level to 1 or below and was still "
     "there at the end of the log.",
     why="A dynamic loss scaler halves its scale on every overflowing step (skipping it) and "
@@ -184,10 +184,11 @@ LOSS_SCALE_COLLAPSE = rule(
                            "Megatron-LM's and DeepSpeed's default min_loss_scale: at 1 the fp16 "
                            "gradients are not scaled at all. torch's GradScaler has no floor and "
                            "keeps halving below it."),
-        "min_fall": Threshold(256, "x its highest logged value",
-                              "Eight halvings at least: a run that logs a constant scale of 1 (bf16 "
-                              "or fp32 under Megatron prints `loss scale: 1.0`) or a small static "
-                              "scale never had a dynamic scale to lose."),
+        "min_fall": Threshold(256, "x below its highest logged value",
+                              "The end (the highest of the last min_points values) sits eight "
+                              "halvings at least below the highest logged scale: a run that logs a "
+                              "constant scale of 1 (bf16 or fp32 under Megatron prints `loss scale: "
+                              "1.0`) or a small static scale never had a dynamic scale to lose."),
         "hold": Threshold(_CALIBRATION.value, "iterations", "At or below the floor for at least "
                           "this many iterations up to the last logged point: "
                           + _CALIBRATION.why),
@@ -195,11 +196,11 @@ LOSS_SCALE_COLLAPSE = rule(
                                 "at the end, so one dip that the next window regrows is not a "
                                 "collapse."),
     },
-    fires=Example({"loss": [3.0 - 0.005 * i for i in range(40)],
-                   "loss_scale": [65536.0 / 2 ** min(i, 20) for i in range(40)]},
-                  note="one iteration per logged step: halved at every step, below 1 from step 17"),
-    passes=Example({"loss": [3.0 - 0.005 * i for i in range(40)],
-                    "loss_scale": [65536.0] * 10 + [32768.0] * 30},
+    fires=Example({"loss": [3.0 - 0.005 * i for i in range(100)],
+                   "loss_scale": [65536.0 / 2 ** min(i, 24) for i in range(100)]},
+                  note="one iteration per logged step: halved at every step, at or below 1 from step 17"),
+    passes=Example({"loss": [3.0 - 0.005 * i for i in range(100)],
+                    "loss_scale": [65536.0] * 10 + [32768.0] * 90},
                    note="one overflow early on, then a steady scale"),
     limits="Needs the scale logged (`loss_scale`, Megatron's `loss scale:`, fairseq's loss_scale). "
     "A scale that fell and regrew before the end of the log is not flagged; a run configured "
@@ -218,13 +219,18 @@ def loss_scale_collapse(run: Run) -> list[Finding] | Skip:
     if s.values.min() < 0:
         return Skip(SkipKind.DEGENERATE, "a negative loss scale: not a loss scaler's")
     low = s.values <= LOSS_SCALE_COLLAPSE.t("floor")
-    if not low[-1] or low.all():  # above the floor at the end, or never above it
+    if not low[-1]:
         return []
-    start = len(low) - int(np.argmin(low[::-1]))  # the first point of the final run at the floor
+    # the first point of the final run at the floor (the whole log when every point is)
+    start = len(low) - int(np.argmin(low[::-1])) if not low.all() else 0
     points = len(low) - start
     iterations = float(_interval_lengths(s)[start:].sum())
-    peak = float(s.values[:start].max())
-    tail_top = float(s.values[start:].max())
+    # How far it fell: from the highest logged scale to where the end holds it (the highest
+    # of the last min_points). A constant scale of 1 (bf16) never fell; a torch scaler,
+    # which has no floor, may have passed 1 before the first logged point and still be
+    # seen falling far below it.
+    peak = float(s.values.max())
+    tail_top = float(s.values[-int(LOSS_SCALE_COLLAPSE.t("min_points")):].max())
     fall = peak / tail_top if tail_top > 0 else float("inf")
     if (points < LOSS_SCALE_COLLAPSE.t("min_points") or iterations < LOSS_SCALE_COLLAPSE.t("hold")
             or fall < LOSS_SCALE_COLLAPSE.t("min_fall")):
