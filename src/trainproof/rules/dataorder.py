@@ -127,24 +127,24 @@ def _profile(v: np.ndarray, epoch: np.ndarray) -> Profile | None:
         return None
     bins = max(2, min(per // 3, 10))  # parts of >= 2 (mostly 3) points per epoch
     phase = np.clip(epoch - idx, 0.0, 1.0 - 1e-9)
-    rows = np.full((len(keep_ep), bins), np.nan)
-    counts_b = np.zeros(bins)
-    for row, k in enumerate(keep_ep):
-        m = idx == k
-        res = v[m] - v[m].mean()
-        b = (phase[m] * bins).astype(int)
-        for j in range(bins):
-            if np.any(b == j):
-                rows[row, j] = res[b == j].mean()
-                counts_b[j] += np.sum(b == j)
-    if np.isnan(rows).any():
-        return None
+    # Each point's epoch row and part of the epoch; means per (row, part) by bincount, so
+    # the cost is linear in the points however many epochs there are.
+    sel = np.isin(idx, keep_ep)
+    row = np.searchsorted(np.asarray(keep_ep), idx[sel])
+    vv, part = v[sel], (phase[sel] * bins).astype(int)
+    n_rows = len(keep_ep)
+    res = vv - (np.bincount(row, weights=vv, minlength=n_rows) / np.bincount(row, minlength=n_rows))[row]
+    cell = row * bins + part
+    cell_n = np.bincount(cell, minlength=n_rows * bins)
+    if (cell_n == 0).any():
+        return None  # a part of some epoch holds no point: the epochs are not evenly logged
+    rows = (np.bincount(cell, weights=res, minlength=n_rows * bins) / cell_n).reshape(n_rows, bins)
+    counts_b = cell_n.reshape(n_rows, bins).sum(axis=0)
     prof = rows.mean(axis=0)
     # The noise is what the pattern leaves: each point's residual less its part's profile
     # value, as a robust sigma (a noise from point-to-point differences would count the
     # sawtooth's own climb and drop as noise, and more so the coarser the log).
-    left = np.concatenate([v[idx == k] - v[idx == k].mean() - prof[(phase[idx == k] * bins).astype(int)]
-                           for k in keep_ep])
+    left = res - prof[part]
     sigma = float(1.4826 * stats.median(np.abs(left - stats.median(left))))
     diff = prof[None, :] - prof[:, None]  # diff[a, b] = climb from part a to later part b
     diff[np.tril_indices(bins)] = -np.inf
