@@ -72,6 +72,17 @@ EPOCH_SAWTOOTH = rule(
         "min_epochs": Threshold(3, "full epochs after the first",
                                 "The first epoch holds the initial drop and is left out; a "
                                 "repeat needs three more to be a pattern."),
+        "full_epoch": Threshold(0.75, "of the typical epoch's logged points",
+                                "An epoch counts when it holds at least this share of the median "
+                                "epoch's points: the last epoch of a run stopped early is partial "
+                                "and its profile would be the start of an epoch only."),
+        "part_points": Threshold(3, "logged points per part of an epoch",
+                                 "An epoch is cut into parts of about three logged points (at least "
+                                 "two parts, at most max_parts), so each part's mean over the epochs "
+                                 "damps batch noise whatever the logging rate."),
+        "max_parts": Threshold(10, "parts per epoch",
+                               "Ten parts resolve where in the epoch the climb happens; more only "
+                               "adds pairs for noise to win."),
         "min_per_epoch": Threshold(4, "logged points per epoch",
                                    "Two parts of an epoch of two points each, averaged over the "
                                    "epochs: fewer points per epoch (a log per epoch, Keras) cannot "
@@ -123,10 +134,11 @@ def _profile(v: np.ndarray, epoch: np.ndarray) -> Profile | None:
     counts = np.bincount(idx - idx.min())
     full_from = idx.min() + 1  # the first epoch is the initial drop's
     per = int(stats.median(counts[1:-1])) if counts.size > 2 else 0
-    keep_ep = [k for k in range(full_from, idx.max() + 1) if counts[k - idx.min()] >= max(per * 0.75, 1)]
+    keep_ep = [k for k in range(full_from, idx.max() + 1)
+               if counts[k - idx.min()] >= max(per * r.t("full_epoch"), 1)]
     if per < r.t("min_per_epoch") or len(keep_ep) < r.t("min_epochs"):
         return None
-    bins = max(2, min(per // 3, 10))  # parts of >= 2 (mostly 3) points per epoch
+    bins = max(2, min(int(per // r.t("part_points")), int(r.t("max_parts"))))
     phase = np.clip(epoch - idx, 0.0, 1.0 - 1e-9)
     # Each point's epoch row and part of the epoch; means per (row, part) by bincount, so
     # the cost is linear in the points however many epochs there are.
@@ -212,6 +224,9 @@ STUCK_BATCH = rule(
                                "run grows noisier as its loss falls, not quieter). The stuck-batch "
                                "run sits at 0.03 %, and at 0.65 % logged five times less often (its "
                                "decay's curvature)."),
+        "end_fraction": Threshold(0.25, "of the loss points",
+                                  "The end level is the median of the last quarter of the log (at "
+                                  "least three points): one lucky batch is not where the loss ended."),
         "min_points": Threshold(10, "points", "A second half of five points at least to measure "
                                 "its noise on."),
     },
@@ -238,7 +253,7 @@ def stuck_batch(run: Run) -> list[Finding] | Skip:
     if s.values.min() <= 0:
         return Skip(SkipKind.DEGENERATE, "loss is not positive (exact zeros are zero-loss's)")
     k = len(s) // 2
-    end = float(stats.median(s.values[-max(3, k // 2):]))
+    end = float(stats.median(s.values[-max(3, int(len(s) * r.t("end_fraction"))):]))
     fall = float(s.values[0]) / end
     d = stats.printed_decimals(s.values[-k:], _MOST_DECIMALS)
     if d <= _MOST_DECIMALS and 10.0 ** -d / end > r.t("max_noise"):

@@ -15,7 +15,7 @@ from trainproof import stats
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gradients import G, finite_loss, initial_drop_end, where
-from trainproof.rules.run import divergence_measure
+from trainproof.rules.run import DIVERGE, divergence_measure
 from trainproof.schedule import read_schedule
 
 _plateau = [2.0, 1.8, 1.65, 1.55, 1.5, 1.46, 1.43, 1.41, 1.4, 1.39, 1.38, 1.37, 1.37, 1.36, 1.36, 1.35]
@@ -58,7 +58,7 @@ SPIKE_UNRECOVERED = rule(
                             "that much of the budget at least. A fraction of the log, so the "
                             "verdict does not depend on the logging rate."),
         "min_window": Threshold(5, "logged points", "Five points after the spike: a recovery "
-                                "level read as the lowest 3-point median needs several of them."),
+                                "level read as the lowest level_points median needs several of them."),
         "min_rise": Threshold(0.05, "fraction of the pre-spike level",
                               "Still at least 5 % above the pre-spike level at the best 3-point "
                               "median of the window (TP-DEAD-RUN's band): a curve that is merely "
@@ -68,6 +68,7 @@ SPIKE_UNRECOVERED = rule(
                                 "pre-spike median in standard errors of the log's noise (two "
                                 "medians: 10 points before, 3 after), TP-DIVERGE's bar; the lowest "
                                 "of several medians is biased low, which favours recovery."),
+        "level_points": DIVERGE.thresholds["min_block"],
         "min_points": Threshold(20, "points", "A baseline, a spike and a window after it."),
     },
     fires=Example({"loss": [*_plateau, 6.0, 4.0, 2.4, 2.1, 2.0, 1.95, 1.92, 1.9, 1.88, 1.87, 1.86, 1.85]},
@@ -105,7 +106,8 @@ def _spikes(run: Run, s: Series) -> list[Spike]:
     w = max(int(r.t("min_window")), int(n * r.t("window")))
     z = (v - base) / sigma
     hot = (count >= r.t("baseline")) & (s.steps > start) & (z > r.t("spike"))
-    se = stats.MEDIAN_SE * sigma * np.sqrt(1.0 / r.t("baseline") + 1.0 / 3.0)
+    k = int(r.t("level_points"))  # the level after the spike: the best median of k points
+    se = stats.MEDIAN_SE * sigma * np.sqrt(1.0 / r.t("baseline") + 1.0 / k)
     out: list[Spike] = []
     i = 0
     while i < n:
@@ -113,7 +115,7 @@ def _spikes(run: Run, s: Series) -> list[Spike]:
             i += 1
             continue
         after = v[i + 1: i + 1 + w]
-        best = float(np.min(np.median(np.lib.stride_tricks.sliding_window_view(after, 3), axis=1)))
+        best = float(np.min(np.median(np.lib.stride_tricks.sliding_window_view(after, k), axis=1)))
         out.append(Spike(i, float(z[i]), float(base[i]), i + w, best, (best - float(base[i])) / se))
         i += w + 1  # the window's own points are the spike's aftermath, not new spikes
     return out
