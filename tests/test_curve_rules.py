@@ -170,3 +170,12 @@ def test_the_epoch_from_trainer_state_meta():
               {"num_train_epochs": epochs, "max_steps": per * epochs * 10})
     [f] = dataorder.epoch_sawtooth(run)
     assert "num_train_epochs" in f.evidence
+
+
+def test_a_zero_loss_at_a_nonfinite_grad_norm_is_already_tp_nan_grad():
+    """Issue #16's `loss == 0.0` with a non-finite gradient norm (HF's NaN filter logging 0.0
+    for the skipped step) is TP-NAN-GRAD's: its reaction test reads the 0.0 as non-finite."""
+    loss, grad = [2.0 - 0.02 * i for i in range(30)], [1.0] * 30
+    loss[20], grad[20] = 0.0, float("nan")
+    rep = judge_run(_series(loss=loss, grad_norm=grad))
+    assert "TP-NAN-GRAD" in {f.rule_id for f in rep.findings if f.level is Level.FAIL}
