@@ -83,6 +83,8 @@ EPOCH_SAWTOOTH = rule(
         "max_parts": Threshold(10, "parts per epoch",
                                "Ten parts resolve where in the epoch the climb happens; more only "
                                "adds pairs for noise to win."),
+        "min_points": Threshold(16, "loss points", "The first epoch and min_epochs more, of "
+                                "min_per_epoch points each."),
         "min_per_epoch": Threshold(4, "logged points per epoch",
                                    "Two parts of an epoch of two points each, averaged over the "
                                    "epochs: fewer points per epoch (a log per epoch, Keras) cannot "
@@ -172,7 +174,7 @@ def _profile(v: np.ndarray, epoch: np.ndarray) -> Profile | None:
 @check("epoch-sawtooth", EPOCH_SAWTOOTH)
 def epoch_sawtooth(run: Run) -> list[Finding] | Skip:
     r = EPOCH_SAWTOOTH
-    s = finite_loss(run, int(r.t("min_per_epoch") * (r.t("min_epochs") + 1)))
+    s = finite_loss(run, int(r.t("min_points")))
     if isinstance(s, Skip):
         return s
     if s.values.min() <= 0:
