@@ -179,3 +179,10 @@ def test_a_zero_loss_at_a_nonfinite_grad_norm_is_already_tp_nan_grad():
     loss[20], grad[20] = 0.0, float("nan")
     rep = judge_run(_series(loss=loss, grad_norm=grad))
     assert "TP-NAN-GRAD" in {f.rule_id for f in rep.findings if f.level is Level.FAIL}
+
+
+def test_fairseq_loss_scale_is_read():
+    run = read_run(ROOT / "tests" / "fixtures" / "textlog" / "synthetic" / "SYNTHETIC_fairseq_json.log")
+    scale = run.get("loss_scale")
+    assert scale is not None and scale.values[0] == 128.0
+    assert scaler.loss_scale_collapse(run) == []
