@@ -495,3 +495,25 @@ def test_the_declared_rules_survive_how_a_run_was_logged(name):
     for k in (2, 5):
         assert _declared_ids(thin(k)(run)) == base, f"{name} thinned x{k}"
     assert _declared_ids(_rescaled(run, 4)) == base, f"{name} steps x4"
+# ---------------------------------------------------------------- issue #16: curve shapes
+
+CURVE16 = frozenset({"TP-LOSS-SCALE-COLLAPSE", "TP-SPIKE-UNRECOVERED", "TP-EPOCH-SAWTOOTH", "TP-STUCK-BATCH"})
+
+
+@pytest.mark.parametrize("log", sorted(ROOT.glob("evidence/curve/*/metrics.jsonl")), ids=lambda p: p.parent.name)
+def test_the_curve_rules_of_issue_16_survive_how_a_run_was_logged(log):
+    """The real runs of evidence/curve/: which of the #16 curve rules fire (at any level) does
+    not move under any perturbation here, and the verdict holds as for the galleries - but
+    for epochs_sorted, whose log ends on the hardest batches of an epoch, so that halving it
+    moves where TP-DIVERGE's end block falls (a thinned x5 and rescaled-step check of the
+    new rules is in tests/test_curve_rules.py)."""
+    run = read_run(log)
+
+    def ids(r: Run) -> frozenset[str]:
+        return frozenset(f.rule_id for f in judge_run(r).findings if f.rule_id in CURVE16)
+
+    base = ids(run)
+    moved = {name: got for name, p in PERTURBATIONS.items() if (got := ids(p(run))) != base}
+    assert not moved, f"{log.parent.name}: {sorted(base)} became {moved}"
+    if log.parent.name != "epochs_sorted":
+        assert_invariant(run, log.parent.name)

@@ -58,6 +58,10 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
     # logged interval (Megatron's counters; DeepSpeed's running total is differenced)
     "skipped_iters": ("skipped_iters", "number_of_skipped_iterations", "skipped_iterations"),
     "nan_iters": ("nan_iters", "number_of_nan_iterations", "nan_iterations"),
+    # the dynamic fp16 loss scale: Megatron's "loss scale:", fairseq's loss_scale, a
+    # hand-written loop's GradScaler.get_scale() (rules/scaler.py)
+    "loss_scale": ("loss_scale", "train_loss_scale", "scaler_scale", "grad_scaler_scale", "amp_loss_scale",
+                   "loss_scaler"),
     # policy-gradient RL fine-tunes: the mean reward of the batch (TRL GRPO/RLOO `reward`,
     # TRL PPO `objective/scores`, verl `critic/rewards/mean`) and GRPO's share of prompt
     # groups whose completions all scored the same (rules/rl.py)

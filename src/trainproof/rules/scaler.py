@@ -3,8 +3,11 @@
 DeepSpeed a running `skipped=` total (the text-log reader turns it into per-interval
 counts). A skipped iteration is one whose optimizer step the dynamic loss scaler
 threw away because the gradients overflowed; Megatron counts it as a NaN iteration
-when the loss itself was non-finite. Declared once here; each judge below is the only
-code that decides whether its rule fires."""
+when the loss itself was non-finite. The logged loss scale itself (`loss_scale`:
+Megatron's "loss scale:", fairseq's loss_scale, a loop's GradScaler.get_scale()) is
+judged by TP-LOSS-SCALE-COLLAPSE: a scale that fell to its floor and stayed there is a
+scaler that has given up. Declared once here; each judge below is the only code that
+decides whether its rule fires."""
 
 from __future__ import annotations
 
@@ -154,3 +157,85 @@ def nan_iterations(run: Run) -> list[Finding] | Skip:
     first = int(np.flatnonzero(nan > 0)[0])
     return [NAN_ITERS.finding(Location(run.path, float(s.steps[first])), nan=int(nan.sum()),
                               step=float(s.steps[first]))]
+
+
+# ---------------------------------------------------------------- the loss scale itself
+
+LOSS_SCALE_COLLAPSE = rule(
+    id="TP-LOSS-SCALE-COLLAPSE", level=Level.FAIL, group=G,
+    title="The fp16 loss scale collapsed to its floor and stayed there.",
+    evidence="loss scale {end} at step {step}; at or below {limit_floor} on the last {points} logged "
+    "points, since step {since} ({iterations} iterations >= {limit_hold}); at most {tail_top} on the "
+    "last {limit_min_points} points, {fall:.3g}x below the highest logged, {peak} (>= {limit_min_fall}x)",
+    summary="The dynamic loss scale fell from its working level to 1 or below and was still "
+    "there at the end of the log.",
+    why="A dynamic loss scaler halves its scale on every overflowing step (skipping it) and "
+    "doubles it after a window of clean steps (torch 2000, Megatron and DeepSpeed 1000). A "
+    "scale that ends at or below 1 means overflows kept coming faster than the window: every "
+    "gradient that does overflow is skipped, and every small one is flushed to zero in fp16 "
+    "because nothing scales it up any more. The loss can stay finite and look merely "
+    "plateaued while the model has stopped learning (evidence/curve/amp_scale_collapse: the "
+    "scale reaches 1 by step 25 and the loss stalls at 3.7 where the healthy twin reaches 2.7).",
+    fix="Find the non-finite gradient's source (an epsilon outside a square root, log(0), a "
+    "division by a count that can be zero, an fp16 activation past 65504); prefer bf16; "
+    "resume from a checkpoint from before the scale fell.",
+    thresholds={
+        "floor": Threshold(1.0, "loss scale",
+                           "Megatron-LM's and DeepSpeed's default min_loss_scale: at 1 the fp16 "
+                           "gradients are not scaled at all. torch's GradScaler has no floor and "
+                           "keeps halving below it."),
+        "min_fall": Threshold(256, "x below its highest logged value",
+                              "The end (the highest of the last min_points values) sits eight "
+                              "halvings at least below the highest logged scale: a run that logs a "
+                              "constant scale of 1 (bf16 or fp32 under Megatron prints `loss scale: "
+                              "1.0`) or a small static scale never had a dynamic scale to lose."),
+        "hold": Threshold(_CALIBRATION.value, "iterations", "At or below the floor for at least "
+                          "this many iterations up to the last logged point: "
+                          + _CALIBRATION.why),
+        "min_points": Threshold(3, "loss-scale points", "Three logged points in a row at the floor "
+                                "at the end, so one dip that the next window regrows is not a "
+                                "collapse."),
+    },
+    fires=Example({"loss": [3.0 - 0.005 * i for i in range(100)],
+                   "loss_scale": [65536.0 / 2 ** min(i, 24) for i in range(100)]},
+                  note="one iteration per logged step: halved at every step, at or below 1 from step 17"),
+    passes=Example({"loss": [3.0 - 0.005 * i for i in range(100)],
+                    "loss_scale": [65536.0] * 10 + [32768.0] * 90},
+                   note="one overflow early on, then a steady scale"),
+    limits="Needs the scale logged (`loss_scale`, Megatron's `loss scale:`, fairseq's loss_scale). "
+    "A scale that fell and regrew before the end of the log is not flagged; a run configured "
+    "with a static scale of 1 or less never fell and is not either.",
+)
+
+
+@check("loss-scale", LOSS_SCALE_COLLAPSE)
+def loss_scale_collapse(run: Run) -> list[Finding] | Skip:
+    s = run.get("loss_scale")
+    if s is None:
+        return Skip(SkipKind.NO_DATA, "no loss_scale column in the log")
+    s = s.finite_only()
+    if len(s) < LOSS_SCALE_COLLAPSE.t("min_points"):
+        return Skip(SkipKind.TOO_FEW, f"{len(s)} finite loss_scale points")
+    if s.values.min() < 0:
+        return Skip(SkipKind.DEGENERATE, "a negative loss scale: not a loss scaler's")
+    low = s.values <= LOSS_SCALE_COLLAPSE.t("floor")
+    if not low[-1]:
+        return []
+    # the first point of the final run at the floor (the whole log when every point is)
+    start = len(low) - int(np.argmin(low[::-1])) if not low.all() else 0
+    points = len(low) - start
+    iterations = float(_interval_lengths(s)[start:].sum())
+    # How far it fell: from the highest logged scale to where the end holds it (the highest
+    # of the last min_points). A constant scale of 1 (bf16) never fell; a torch scaler,
+    # which has no floor, may have passed 1 before the first logged point and still be
+    # seen falling far below it.
+    peak = float(s.values.max())
+    tail_top = float(s.values[-int(LOSS_SCALE_COLLAPSE.t("min_points")):].max())
+    fall = peak / tail_top if tail_top > 0 else float("inf")
+    if (points < LOSS_SCALE_COLLAPSE.t("min_points") or iterations < LOSS_SCALE_COLLAPSE.t("hold")
+            or fall < LOSS_SCALE_COLLAPSE.t("min_fall")):
+        return []
+    return [LOSS_SCALE_COLLAPSE.finding(
+        Location(run.path, float(s.steps[start])), end=float(s.values[-1]), step=float(s.steps[-1]),
+        points=points, since=float(s.steps[start]), iterations=int(iterations), peak=peak, fall=fall,
+        tail_top=tail_top)]
