@@ -283,15 +283,16 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
     # a gain below the band is dead; a gain inside the noise is dead only while it is small,
     # and not when the eval loss shows the run learned.
     learned = witness is not None and witness.learned
-    # A steady fall across the run is learning however small the gain from start to end
-    # (a long, slow run near its floor); a frozen eval loss says the weights never moved.
-    trend = None if frozen else sf.steady_fall(s, start, start_var, DEAD_RUN.t)
-    if trend is not None and trend.learned:
-        return []
     small = improvement < DEAD_RUN.t("clear_improvement") and gain_se < DEAD_RUN.t("min_gain_se")
     if frozen:
         small = improvement < DEAD_RUN.t("clear_improvement")  # no noise test: the model never moved
     if improvement < DEAD_RUN.t("min_improvement") or (small and not learned):
+        # A steady fall across the run is learning however small the gain from start to end
+        # (a long, slow run near its floor); a frozen eval loss says the weights never moved.
+        # Measured only here, on the runs the bands would fail, so a healthy run pays nothing.
+        trend = None if frozen else sf.steady_fall(s, start, start_var, DEAD_RUN.t, b, sigma)
+        if trend is not None and trend.learned:
+            return []
         k = b.size
         why_block = ("the weights never changed (eval loss below)" if frozen else
                      "covers less than a logging interval")
