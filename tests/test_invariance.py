@@ -517,3 +517,59 @@ def test_the_curve_rules_of_issue_16_survive_how_a_run_was_logged(log):
     assert not moved, f"{log.parent.name}: {sorted(base)} became {moved}"
     if log.parent.name != "epochs_sorted":
         assert_invariant(run, log.parent.name)
+# ---------------------------------------------------------------- issue #17: a long, slow run (TP-DEAD-RUN)
+
+def _slow(kind: str, sigma: float, seed: int, n: int = 2000) -> Run:
+    """A long log at `sigma` noise per point: `fall`, a steady fall of 2 % in total over the
+    run (continued training near its floor); `dead`, the same noise around a constant;
+    `wrecked`, a loss thrown 30 % up in the first ten points that falls steadily back over
+    the rest of the run (lr x100 on a pretrained model, learning back what it lost)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n, dtype=np.float64)
+    curve = {"fall": 2.2 * (1.0 - 0.02 * t / (n - 1)), "dead": np.full(n, 2.2),
+             "wrecked": 2.2 * (1.0 + 0.3 * np.minimum(t / 10.0, 1.0) * np.exp(-t / (n / 2.2)))}[kind]
+    return _run(_noisy(rng, curve, sigma).tolist(), 0, 10)
+
+
+def _dead_run_fails(run: Run) -> bool:
+    return "TP-DEAD-RUN" in verdict(run)[1]
+
+
+# (noise per point, thinning) where a 2 % fall over 2,000 points is within reach: x5 keeps
+# 400 points, where 2 % at 2 % noise is about 4 standard errors of a fitted line, at the bar.
+SLOW_REACH = [(0.005, 1), (0.005, 2), (0.005, 5), (0.01, 1), (0.01, 2), (0.01, 5), (0.02, 1), (0.02, 2)]
+
+
+@pytest.mark.parametrize(("sigma", "k"), SLOW_REACH)
+def test_a_steady_two_percent_fall_is_learning_at_any_thinning(sigma, k):
+    """The fresh half's arbordreams, generated: a gain of 2 % from start to end is inside the
+    start-vs-end test's band, but block after block the loss falls - the run learned."""
+    for seed in range(12):
+        assert not _dead_run_fails(thin(k)(_slow("fall", sigma, seed))), (sigma, k, seed)
+
+
+@pytest.mark.parametrize("k", [1, 2, 5])
+@pytest.mark.parametrize("sigma", [0.005, 0.01, 0.02, 0.04])
+def test_a_dead_long_run_never_passes_at_any_thinning(sigma, k):
+    """The same noise around a constant: no trend, TP-DEAD-RUN at every seed and thinning."""
+    for seed in range(25):
+        assert verdict(thin(k)(_slow("dead", sigma, seed))) == ("FAIL", frozenset({"TP-DEAD-RUN"})), (seed,)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_long_slow_verdict_survives_how_it_was_logged(seed):
+    """Cut, halved, HF's doubled interval, other units, shifted steps: a steady 2 % fall stays
+    PASS and a dead run stays FAIL."""
+    assert assert_invariant(_slow("fall", 0.01, seed), f"fall seed={seed}") == ("PASS", frozenset())
+    assert assert_invariant(_slow("dead", 0.01, seed), f"dead seed={seed}") == ("FAIL", frozenset({"TP-DEAD-RUN"}))
+
+
+@pytest.mark.parametrize("k", [1, 2, 5])
+def test_a_steady_fall_from_a_wrecked_start_is_not_learning(k):
+    """A loss that climbs far above its first point and then falls steadily back is winning
+    back a wreck, not learning: the steady fall does not clear it (TP-DEAD-RUN says why)."""
+    for seed in range(3):
+        run = thin(k)(_slow("wrecked", 0.01, seed))
+        assert _dead_run_fails(run), seed
+        (f,) = [f for f in judge_run(run).findings if f.rule_id == "TP-DEAD-RUN"]
+        assert "a steady fall across the run" in f.evidence and "wrecked and won back" in f.evidence

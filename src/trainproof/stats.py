@@ -73,6 +73,38 @@ def start_rise(values: np.ndarray, end_points: int) -> tuple[float, float, float
     return ratio, z, sigma
 
 
+def mann_kendall(x: np.ndarray) -> float:
+    """Mann-Kendall z of a monotone trend in `x`, taken in order: S, the sum over pairs
+    i < j of sign(x[j] - x[i]), against its spread when every ordering is equally likely
+    (no trend), the variance corrected for tied values and S moved one step towards 0
+    (S moves in steps of 2 for untied data, so this is the usual continuity correction).
+    Negative for a falling series. Rank-based: the same for any increasing transform of x
+    (units, logs) and blind to how far an outlier sits. O(len(x)^2): meant for block
+    medians (TP-DIVERGE's blocks: at most about a hundred), not raw logs."""
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    if n < 3:
+        return 0.0
+    s = float(np.sign(x[None, :] - x[:, None])[np.triu_indices(n, 1)].sum())
+    _, tied = np.unique(x, return_counts=True)
+    var = (n * (n - 1) * (2 * n + 5) - float(np.sum(tied * (tied - 1) * (2 * tied + 5)))) / 18.0
+    if var <= 0 or s == 0:
+        return 0.0
+    return float((s - np.sign(s)) / np.sqrt(var))
+
+
+def theil_sen(x: np.ndarray) -> float:
+    """Theil-Sen slope of `x` per index: the median of (x[j] - x[i]) / (j - i) over all
+    pairs i < j. A straight line's slope that a minority of wild points cannot move, and
+    that a step confined to the first few points barely moves (most pairs lie after it).
+    O(len(x)^2), for block medians; 0 for fewer than 2 values."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.size < 2:
+        return 0.0
+    i, j = np.triu_indices(x.size, 1)
+    return float(median((x[j] - x[i]) / (j - i)))
+
+
 def edge_window(n: int, minimum: int, fraction: float) -> int:
     """Points at each end used for start/end medians: at least `minimum`, more on long logs."""
     return max(minimum, int(n * fraction))

@@ -48,10 +48,13 @@ WRECK_SE = Threshold(
     3.0, "standard errors",
     "A falling eval loss speaks for the run only when the train loss never climbed above its "
     "first logged point by more than this many standard errors of its noise (one point against "
-    "one point: sqrt 2 x the log's noise): a run wrecked in its first steps (lr x100 on a "
-    "pretrained model) then learns back part of what it lost, and its eval loss falls from "
-    "the wreck, not from the start (both galleries' lr x100 runs climb 6.7-13 standard errors; "
-    "healthy runs <= 1.4). TP-LOSS-ROSE's bar.")
+    "one point: sqrt 2 x the log's noise; for a steady fall of the train loss, rules/"
+    "steady_fall.py, its highest block median against the start): a run wrecked in its first "
+    "steps (lr x100 on a pretrained model) then learns back part of what it lost, and its eval "
+    "loss falls from the wreck, not from the start (both galleries' lr x100 runs climb 6.7-13 "
+    "standard errors; healthy runs <= 1.4; on block medians, the lr x100 logs whose train loss "
+    "falls steadily climb >= 8, the fresh half's slow continued-training run 0.9). "
+    "TP-LOSS-ROSE's bar.")
 
 THRESHOLDS = {"witness_min_evals": MIN_EVALS, "witness_frozen_rel": FROZEN_REL,
               "witness_eval_end": EVAL_END, "witness_fell_se": FELL_SE, "witness_wreck_se": WRECK_SE}

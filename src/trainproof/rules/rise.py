@@ -13,6 +13,7 @@ import numpy as np
 from trainproof import stats
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules import eval_witness as ew
+from trainproof.rules import steady_fall as sf
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gate import not_yet, progress_gate
 from trainproof.rules.run import DIVERGE, G, divergence_measure, finite_loss, loss_blocks, seen_phrase
@@ -23,7 +24,7 @@ DEAD_RUN = rule(
     evidence="start {start} ({start_is}) vs end {end} (median of the last {m}, steps "
     "{end_from}-{end_to}): {improvement:.1%} "
     "improvement, {gain_se:.1f} standard errors of the log's noise ({sigma:.1%} per point); a run "
-    "improves by >= {limit_min_improvement:.0%} and >= {limit_min_gain_se} standard errors{witness}{seen}",
+    "improves by >= {limit_min_improvement:.0%} and >= {limit_min_gain_se} standard errors{trend}{witness}{seen}",
     summary="The loss at the end is not meaningfully lower than at the start, and not "
     "meaningfully higher either (that is TP-LOSS-ROSE).",
     why="A run that does not learn burns its whole budget: lr of zero, frozen weights, a "
@@ -33,7 +34,9 @@ DEAD_RUN = rule(
     thresholds={
         "min_improvement": Threshold(0.05, "fraction of the start median",
                                      "Healthy fine-tunes in both galleries improve >= 10 %; lr=0 "
-                                     "runs move <= 3 % on batch noise alone."),
+                                     "runs move <= 3 % on batch noise alone. A long, slow run near "
+                                     "its floor gains less and learns: a steady fall across the "
+                                     "run (trend_z, trend_fall_se) waives this band."),
         "min_points": Threshold(10, "points", "A start block and an end block that do not overlap."),
         "clear_improvement": Threshold(
             0.10, "fraction of the start median",
@@ -72,6 +75,9 @@ DEAD_RUN = rule(
         # dead whatever its train log's noise; a falling eval loss on a run with no wrecked
         # start waives the noise test for a gain between the two bands above.
         **ew.THRESHOLDS,
+        # A steady fall across the whole run (rules/steady_fall.py) is learning however small
+        # the gain from start to end: it waives both bands above, on a start not wrecked.
+        **sf.THRESHOLDS,
     },
     fires=Example({"loss": [1.52, 1.50, 1.55, 1.49, 1.51, 1.50, 1.52, 1.48, 1.50, 1.49]}),
     passes=Example({"loss": [1.52, 1.45, 1.40, 1.35, 1.30, 1.20, 1.15, 1.10, 1.05, 1.00]}),
@@ -88,7 +94,13 @@ DEAD_RUN = rule(
     "TP-LOSS-ROSE's); an eval loss that fell beyond its own noise, on a run whose train loss "
     "never climbed above its first point, waives the noise test for a gain between "
     "min_improvement and clear_improvement. An eval logger that repeats a stale value reads as "
-    "frozen.",
+    "frozen. A loss whose block medians fall steadily across the run (rules/steady_fall.py: "
+    "Mann-Kendall and Theil-Sen, trend_z and trend_fall_se) learned, however small its gain, "
+    "unless the eval loss is frozen or the loss first climbed above its start beyond "
+    "witness_wreck_se (a wrecked start learning back). The trend test takes the logged points "
+    "as independent draws around the curve: a log of running means since the start, or a "
+    "frozen model fed data that grows steadily easier, can pass it; on very long logs the "
+    "block medians are so precise that a fall of a fraction of a per cent is significant.",
 )
 
 LOSS_ROSE = rule(
@@ -275,6 +287,12 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
     if frozen:
         small = improvement < DEAD_RUN.t("clear_improvement")  # no noise test: the model never moved
     if improvement < DEAD_RUN.t("min_improvement") or (small and not learned):
+        # A steady fall across the run is learning however small the gain from start to end
+        # (a long, slow run near its floor); a frozen eval loss says the weights never moved.
+        # Measured only here, on the runs the bands would fail, so a healthy run pays nothing.
+        trend = None if frozen else sf.steady_fall(s, start, start_var, DEAD_RUN.t, b, sigma)
+        if trend is not None and trend.learned:
+            return []
         k = b.size
         why_block = ("the weights never changed (eval loss below)" if frozen else
                      "covers less than a logging interval")
@@ -287,5 +305,8 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
                                  first=first, window=window, start_is=start_is,
                                  start_from=float(s.steps[0]),
                                  start_to=float(s.steps[k - 1]), end_from=float(s.steps[-m]),
-                                 end_to=float(s.steps[-1]), witness=said, seen=seen_phrase(gate))]
+                                 end_to=float(s.steps[-1]), witness=said, seen=seen_phrase(gate),
+                                 trend=trend.says() if trend is not None else "",
+                                 trend_z=trend.z if trend is not None else None,
+                                 trend_fall_se=trend.fall_se if trend is not None else None)]
     return []
