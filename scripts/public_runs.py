@@ -23,11 +23,15 @@ reader check.
     python scripts/public_runs.py --sources    # rewrite public_runs/SOURCES.md from the run files
     python scripts/public_runs.py --runs --half fresh   # the fresh half alone
 
-The fresh half (public_runs/fresh/) is a later batch from repositories none of
-the other runs come from. It is scored and shown in its own column but never
-held to the bar in tests: its misses are the out-of-sample estimate, reported
-rather than fixed - except TP-DEAD-RUN, changed after its false FAIL on the fresh
-run arbordreams, for which the fresh half is in-sample.
+The fresh halves (public_runs/fresh/, public_runs/fresh2/) are later batches,
+each from repositories none of the earlier runs come from. A fresh half is
+scored and shown in its own column once its first scoring is committed
+(public_runs/<half>_first_scoring.txt, the `--runs --half <half>` output kept
+verbatim); until then it is loaded and checked but left out of the table, so no
+verdict on it is written before that scoring. It is never held to the bar in
+tests: its misses are the out-of-sample estimate, reported rather than fixed -
+except TP-DEAD-RUN, changed after its false FAIL on the fresh run arbordreams, for
+which the first fresh half is in-sample.
 """
 
 from __future__ import annotations
@@ -45,13 +49,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "public_runs" / "runs"
 FRESH = ROOT / "public_runs" / "fresh"
+FRESH2 = ROOT / "public_runs" / "fresh2"
 MATRIX = ROOT / "EVIDENCE_MATRIX.md"
 SOURCES = ROOT / "public_runs" / "SOURCES.md"
 DISAGREEMENTS = ROOT / "public_runs" / "disagreements.json"
-FRESH_REVIEW = ROOT / "public_runs" / "fresh_review.json"
 BEGIN, END = "<!-- public-runs:begin -->", "<!-- public-runs:end -->"
 HALVES = ("design", "report")  # the halves the hash splits runs/ into; the bar holds on both
-ALL_HALVES = (*HALVES, "fresh")  # fresh/ is scored and shown, never tuned on
+# Later batches, oldest first: half -> folder. Each is scored and shown once its first scoring is
+# committed, never tuned on; the folder gives the half.
+FRESH_HALVES = {"fresh": FRESH, "fresh2": FRESH2}
+ALL_HALVES = (*HALVES, *FRESH_HALVES)
 VERDICTS = ("PASS", "WARN", "FAIL")
 WRITERS = ("hf_trainer_state", "llamafactory_trainer_log")
 # HF keeps these top-level fields beside log_history; the corpus keeps them under "planned".
@@ -64,10 +71,24 @@ def half_of(run_id: str) -> str:
     return HALVES[int(hashlib.sha1(run_id.encode()).hexdigest(), 16) % 2]
 
 
-def load_corpus(folder: Path = CORPUS, fresh: Path | None = FRESH) -> list[dict]:
-    """The runs of runs/ (half from the hash) and, unless `fresh` is None, those of fresh/."""
+def load_corpus(folder: Path = CORPUS, fresh: Mapping[str, Path] | None = None) -> list[dict]:
+    """The runs of runs/ (half from the hash) and those of each fresh half's folder (all of
+    FRESH_HALVES unless `fresh` says which; an empty mapping loads none)."""
     runs = _load(folder, half=None)
-    return runs + (_load(fresh, half="fresh") if fresh is not None and fresh.is_dir() else [])
+    for half, path in (FRESH_HALVES if fresh is None else fresh).items():
+        runs += _load(path, half=half) if path.is_dir() else []
+    return runs
+
+
+def first_scoring_path(half: str) -> Path:
+    """Where a fresh half's first scoring is kept verbatim (the lead commits it once)."""
+    return ROOT / "public_runs" / f"{half}_first_scoring.txt"
+
+
+def shown_halves() -> tuple[str, ...]:
+    """The halves the table shows: design and report, and each fresh half already scored once.
+    A fresh half without its first scoring is left out, so no verdict on it is written early."""
+    return (*HALVES, *(h for h in FRESH_HALVES if first_scoring_path(h).exists()))
 
 
 def _load(folder: Path, half: str | None) -> list[dict]:
@@ -216,23 +237,31 @@ def disagreements() -> dict[str, str]:
     return json.loads(DISAGREEMENTS.read_text(encoding="utf-8")) if DISAGREEMENTS.exists() else {}
 
 
-def fresh_review() -> dict[str, str]:
-    """Why the tool and the label part on the fresh half's misses: written after its first
+def review_path(half: str) -> Path:
+    return ROOT / "public_runs" / f"{half}_review.json"
+
+
+def fresh_review(half: str = "fresh") -> dict[str, str]:
+    """Why the tool and the label part on a fresh half's misses: written after its first
     scoring, for the reader; unlike disagreements.json it licenses nothing in the tests."""
-    return json.loads(FRESH_REVIEW.read_text(encoding="utf-8")) if FRESH_REVIEW.exists() else {}
+    path = review_path(half)
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
 def render(judged: list[Judged]) -> str:
+    shown = shown_halves()
+    waiting = Counter(j.half for j in judged if j.half not in shown)
+    judged = [j for j in judged if j.half in shown]
     s = score(judged)
-    lines = [BEGIN, *_intro(Counter(j.half for j in judged)), *_rule_table(s), "",
+    lines = [BEGIN, *_intro(Counter(j.half for j in judged)), *_unscored(waiting), *_rule_table(s, shown), "",
              "Label (rows) against verdict (columns), per half:", ""]
     cols = ("PASS", "WARN", "FAIL", "NOT-CHECKED")
-    for half in ALL_HALVES:
+    for half in shown:
         c = s["confusion"][half]
         lines += [f"**{half}**", "", "| label | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
         lines += [f"| {lab} | " + " | ".join(str(c[(lab, v)]) for v in cols) + " |" for lab in VERDICTS]
         lines.append("")
-    lines += _misses(judged, s)
+    lines += _misses(judged, s, shown)
     lines.append(END)
     return "\n".join(lines) + "\n"
 
@@ -275,30 +304,39 @@ def _intro(n: Counter) -> list[str]:
     ]
 
 
-def _rule_table(s: dict) -> list[str]:
-    head = " | ".join(f"{h}: true | {h}: false" for h in ALL_HALVES)
-    lines = [f"| rule | {head} |", "|---" * (1 + 2 * len(ALL_HALVES)) + "|"]
+def _unscored(waiting: Counter) -> list[str]:
+    return [f"The {h} half ({n} runs, public_runs/{h}/) is labelled and not yet scored: its labels were "
+            f"committed before the tool ran on any of its runs, and its first scoring will be kept verbatim in "
+            f"`public_runs/{first_scoring_path(h).name}` before it gets a column here." for h, n in waiting.items()] \
+        + ([""] if waiting else [])
+
+
+def _rule_table(s: dict, shown: tuple[str, ...]) -> list[str]:
+    head = " | ".join(f"{h}: true | {h}: false" for h in shown)
+    lines = [f"| rule | {head} |", "|---" * (1 + 2 * len(shown)) + "|"]
     for rule in sorted(s["rules"]):
         c = s["rules"][rule]
-        lines.append(f"| {rule} | " + " | ".join(f"{c[h, 'true']} | {c[h, 'false']}" for h in ALL_HALVES) + " |")
+        lines.append(f"| {rule} | " + " | ".join(f"{c[h, 'true']} | {c[h, 'false']}" for h in shown) + " |")
     return lines
 
 
-def _misses(judged: list[Judged], s: dict) -> list[str]:
-    known, fresh = disagreements(), fresh_review()
+def _misses(judged: list[Judged], s: dict, shown: tuple[str, ...]) -> list[str]:
+    known = disagreements()
     wrong = [j for j in judged if not agrees(j) and j.half in HALVES]
     lines = ["Where the tool misses the bar (a FAIL on a run not labelled FAIL, or a PASS on a run "
              "labelled broken), with why it was left (`public_runs/disagreements.json`):", ""]
     lines += [f"- `{j.run_id}` ({j.half}; labelled {j.label}, got {j.verdict}): "
               f"{known.get(j.run_id, 'NOT REVIEWED')}" for j in wrong] or ["- none"]
-    lines += ["", "Where it misses the bar on the fresh half, reviewed after its first scoring and not "
-              "fixed here (`public_runs/fresh_review.json`):", ""]
-    lines += [f"- `{j.run_id}` (labelled {j.label}, got {j.verdict}: "
-              f"{', '.join(f'{r} {lvl}' for r, lvl in j.findings) or 'no finding'}): "
-              f"{fresh.get(j.run_id, 'NOT REVIEWED')}"
-              for j in judged if j.half == "fresh" and not agrees(j)] or ["- none"]
+    for half in (h for h in shown if h in FRESH_HALVES):
+        review = fresh_review(half)
+        lines += ["", f"Where it misses the bar on the {half} half, reviewed after its first scoring and not "
+                  f"fixed here (`public_runs/{review_path(half).name}`):", ""]
+        lines += [f"- `{j.run_id}` (labelled {j.label}, got {j.verdict}: "
+                  f"{', '.join(f'{r} {lvl}' for r, lvl in j.findings) or 'no finding'}): "
+                  f"{review.get(j.run_id, 'NOT REVIEWED')}"
+                  for j in judged if j.half == half and not agrees(j)] or ["- none"]
     lines.append("")
-    for half in ALL_HALVES:
+    for half in shown:
         gone = s["missed"][half]
         lines.append(f"Missed on the {half} half (labelled WARN/FAIL or broken, verdict PASS): "
                      + (", ".join(f"`{j.run_id}` ({j.label}: {j.why})" for j in gone) if gone else "none") + ".")
