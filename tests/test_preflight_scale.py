@@ -216,6 +216,51 @@ def test_engine_options_are_checked(capsys, sharded):
     assert report(capsys, str(sharded), "--workers", "0")[0] == 2
 
 
+class LengthSketch:
+    """A test sketch: per text-length bucket, how many records and the smallest
+    RecordId. Primed with a bucket width (data every worker must get from the driver)."""
+
+    name = "test-lengths"
+
+    def __init__(self, width: int, buckets: dict | None = None) -> None:
+        self.width, self.buckets = width, buckets or {}
+
+    def add(self, file_index, rows, texts) -> None:
+        for row, t in zip(rows, texts, strict=True):
+            n, first = self.buckets.get(len(t) // self.width, (0, (file_index, row)))
+            self.buckets[len(t) // self.width] = (n + 1, min(first, (file_index, row)))
+
+    def merge(self, other: LengthSketch) -> LengthSketch:
+        out = dict(self.buckets)
+        for k, (n, first) in other.buckets.items():
+            m, f = out.get(k, (0, first))
+            out[k] = (m + n, min(f, first))
+        return LengthSketch(self.width, out)
+
+    def to_bytes(self) -> bytes:
+        return json.dumps([self.width, sorted([k, n, list(f)] for k, (n, f) in self.buckets.items())]).encode()
+
+    @classmethod
+    def from_bytes(cls, b: bytes) -> LengthSketch:
+        width, items = json.loads(b)
+        return cls(width, {k: (n, tuple(f)) for k, n, f in items})
+
+
+def test_sketches_are_primed_shipped_and_merged_the_same_everywhere(sharded):
+    one = measure_dataset(sharded, None, 1 << 20, sketches=[LengthSketch(40)])
+    engines = [lambda: Processes(2, range_bytes=500)]
+    if _has("dask.distributed"):
+        from trainproof.probes.dataset_engines import Dask
+
+        engines.append(lambda: Dask(2, None, range_bytes=500))
+    for make in engines:
+        with make() as eng:
+            other = measure_dataset(sharded, None, 1 << 20, engine=eng, sketches=[LengthSketch(40)])
+        assert [s.to_bytes() for s in other.sketches] == [s.to_bytes() for s in one.sketches]
+    (sk,) = one.sketches
+    assert sum(n for n, _ in sk.buckets.values()) == one.judged and sk.width == 40
+
+
 # ---------------------------------------------------------------- real clusters
 
 

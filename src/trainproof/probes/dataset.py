@@ -50,7 +50,9 @@ from trainproof.probes.dataset_summary import (
     Duplicates,
     Sketch,
     digester,
-    sketch_from_bytes,
+    register,
+    sketch_from_ref,
+    sketch_ref,
     stable_hash_name,
 )
 
@@ -155,7 +157,8 @@ class Piece:
 class PieceSpec:
     """What every piece is measured with, decided once by the driver so all agree: the
     shape (from the first shard's sample), the record cap, the digest, and the empty
-    sketches (as bytes: a sketch may carry data every worker needs, e.g. eval n-grams)."""
+    sketches (class reference and bytes: a sketch may carry data every worker needs,
+    e.g. the eval set's n-grams)."""
 
     shape: Shape
     max_record: int
@@ -164,7 +167,7 @@ class PieceSpec:
 
 
 def _fresh_sketches(spec: PieceSpec) -> list[Sketch]:
-    return [sketch_from_bytes(name, b) for name, b in spec.sketches]
+    return [sketch_from_ref(ref, b) for ref, b in spec.sketches]
 
 
 def measure_piece(piece: Piece, spec: PieceSpec, visitor: Visitor | None = None,
@@ -267,7 +270,9 @@ def _measure(path: Path, text_field: str | None, max_record: int, visitor: Visit
         return DatasetMeasurement(records=0, judged=0, read=ReadTally(), **base)  # type: ignore[arg-type]
     # No record decoded at all: still read everything, so the report can say what the lines are.
     shape = shape or Shape("text", ("text",))
-    protos = tuple((sk.name, sk.to_bytes()) for sk in sketches)
+    for sk in sketches:
+        register(sk)
+    protos = tuple((sketch_ref(sk), sk.to_bytes()) for sk in sketches)
     timing = {"plan": time.perf_counter() - t0}
     if engine is None:
         spec = PieceSpec(shape, max_record, LOCAL_HASH, protos)

@@ -13,8 +13,10 @@ process, see `stable_digests`), unlike Python's per-process `hash()`.
 Summaries travel as bytes: a JSON header plus raw little-endian int64 arrays. Reading
 them back parses JSON and copies numbers; nothing is unpickled, so a worker's output
 cannot run code in the process that merges it. Sketches (checks that need more than
-counters, such as near-duplicates) implement `Sketch` and register their class with
-`register_sketch` so `from_bytes` can find it by name."""
+counters, such as near-duplicates) implement `Sketch`; the driver ships primed empty
+sketches to workers by class reference (`sketch_from_ref`), and rebuilds the ones
+that come back by name from its registry (`register_sketch`, or `register` for the
+sketches it primed itself)."""
 
 from __future__ import annotations
 
@@ -84,10 +86,36 @@ def register_sketch(name: str) -> Callable[[type[S]], type[S]]:
 
 
 def sketch_from_bytes(name: str, b: bytes) -> Sketch:
-    """A registered sketch rebuilt from its bytes (InputError for an unknown name)."""
+    """A registered sketch rebuilt from its bytes (InputError for an unknown name).
+    Summaries coming back from workers are rebuilt only through this registry: their
+    bytes never choose what code runs here."""
     if name not in _SKETCHES:
         raise InputError(f"unknown sketch {name!r}: the driver and its workers run different trainproof versions")
     return _SKETCHES[name](b)
+
+
+def sketch_ref(sk: Sketch) -> str:
+    """Where a sketch's class lives ("module:Class"), for a worker to import it."""
+    return f"{type(sk).__module__}:{type(sk).__qualname__}"
+
+
+def sketch_from_ref(ref: str, b: bytes) -> Sketch:
+    """A sketch the driver primed, rebuilt on a worker: the driver names the class (it
+    already decides what code workers run), the worker imports and registers it."""
+    import importlib
+
+    module, _, qual = ref.partition(":")
+    cls = importlib.import_module(module)
+    for part in qual.split("."):
+        cls = getattr(cls, part)
+    sk = cls.from_bytes(b)
+    _SKETCHES.setdefault(sk.name, cls.from_bytes)
+    return sk
+
+
+def register(sk: Sketch) -> None:
+    """Let summaries carrying `sk`'s kind be parsed in this process."""
+    _SKETCHES.setdefault(sk.name, type(sk).from_bytes)
 
 
 # ---------------------------------------------------------------- stable digests
