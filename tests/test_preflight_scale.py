@@ -257,6 +257,9 @@ def test_sketches_are_primed_shipped_and_merged_the_same_everywhere(sharded):
         with make() as eng:
             other = measure_dataset(sharded, None, 1 << 20, engine=eng, sketches=[LengthSketch(40)])
         assert [s.to_bytes() for s in other.sketches] == [s.to_bytes() for s in one.sketches]
+        assert other.duplicates == one.duplicates and other.tallies == one.tallies
+        if eng.partitioned:  # Dask: duplicates counted per hash partition on the workers
+            assert other.timing["partitions"] >= 4
     (sk,) = one.sketches
     assert sum(n for n, _ in sk.buckets.values()) == one.judged and sk.width == 40
 
@@ -268,6 +271,16 @@ def test_dask_local_cluster_gives_the_identical_report(sharded, single, capsys):
     pytest.importorskip("dask.distributed")
     code, out = report(capsys, str(sharded), "--engine", "dask", "--workers", "2")
     assert (code, json.loads(out)) == single
+
+
+def test_dask_reports_an_unreadable_shard_as_one_process_does(tmp_path, capsys):
+    pytest.importorskip("dask.distributed")
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "a.jsonl").write_text('{"text": "a"}\n')
+    (d / "b.parquet").write_bytes(b"PAR1" + b"\x00" * 64)
+    one = report(capsys, str(d))
+    assert report(capsys, str(d), "--engine", "dask", "--workers", "2") == one and one[0] == 2
 
 
 @pytest.mark.skipif(os.environ.get("TRAINPROOF_TEST_RAY") == "0", reason="TRAINPROOF_TEST_RAY=0")

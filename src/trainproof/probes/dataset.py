@@ -276,14 +276,16 @@ def _measure(path: Path, text_field: str | None, max_record: int, visitor: Visit
     timing = {"plan": time.perf_counter() - t0}
     if engine is None:
         spec = PieceSpec(shape, max_record, LOCAL_HASH, protos)
+        dups = None
         summary = _here([Piece(i, str(f), k) for i, (f, k) in enumerate(zip(files, kinds, strict=True))],
                         spec, visitor, progress)
         timing["measure"] = time.perf_counter() - t0 - timing["plan"]
     else:
         spec = PieceSpec(shape, max_record, stable_hash_name(), protos)
-        summary = engine.run(files, kinds, spec, timing)
+        summary, dups = engine.run(files, kinds, spec, timing)
     t1 = time.perf_counter()
-    dups = summary.duplicates()
+    if dups is None:
+        dups = summary.duplicates()
     timing["duplicates"] = time.perf_counter() - t1
     return DatasetMeasurement(records=summary.records, judged=summary.judged, read=summary.read,
                               tallies=summary.tallies, duplicates=dups, seconds=time.perf_counter() - t0,
