@@ -110,6 +110,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--baseline-src", type=Path, help="src/ of another checkout to compare one process against")
     ap.add_argument("--workers", type=int, nargs="*", default=[2], help="worker counts to run (none: skip)")
+    ap.add_argument("--dask", type=int, default=0, metavar="N", help="also a Dask LocalCluster of N workers")
     args = ap.parse_args()
     path = args.data or Path(f"/tmp/ds/dataset_{args.records // 1000}k.jsonl".replace("1000k", "1m"))
     if not path.is_file():
@@ -119,6 +120,9 @@ def main() -> None:
     here = ROOT / "src"
     contenders = {"one process": (cmd, here)}
     contenders.update({f"--workers {n}": ([*cmd, "--workers", str(n)], here) for n in args.workers})
+    if args.dask:
+        contenders[f"--engine dask --workers {args.dask}"] = ([*cmd, "--engine", "dask", "--workers",
+                                                               str(args.dask)], here)
     if args.baseline_src:
         contenders = {"one process (baseline)": (cmd, args.baseline_src), **contenders}
     runs: dict[str, list[dict]] = {k: [] for k in contenders}

@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from trainproof import __version__
 from trainproof.files import require_regular
+from trainproof.model import InputError
 from trainproof.probes.dataset_read import (
     WHERE_BITS,
     Batch,
@@ -164,6 +166,7 @@ class PieceSpec:
     max_record: int
     hash_name: str
     sketches: tuple[tuple[str, bytes], ...] = ()
+    version: str = __version__  # the driver's: a worker on another version refuses the piece
 
 
 def _fresh_sketches(spec: PieceSpec) -> list[Sketch]:
@@ -175,6 +178,9 @@ def measure_piece(piece: Piece, spec: PieceSpec, visitor: Visitor | None = None,
     """One streaming pass over one piece; `visitor` sees each block's units (for
     tokenizer checks, one process only)."""
     t0 = time.process_time()
+    if spec.version != __version__:
+        raise InputError(f"a worker runs trainproof {__version__}, the driver {spec.version}: "
+                         "install the same version everywhere")
     digest = digester(spec.hash_name)
     inspector = Inspector(spec.shape, want_units=visitor is not None)
     out = DatasetSummary(spec.hash_name, tallies=inspector.tallies, sketches=_fresh_sketches(spec))

@@ -223,15 +223,20 @@ class Duplicates:
 
 
 def duplicates_of(chunks: Sequence[tuple[np.ndarray, np.ndarray]], blank: dict[int, int],
-                  keep: int = KEEP) -> Duplicates:
+                  keep: int = KEEP, consume: bool = False) -> Duplicates:
     """Exact duplicates among (digests, wheres) chunks. Each chunk's wheres ascend and
     chunks cover disjoint ranges, so ordering chunks by their first where puts every
     record in file order; a stable sort by digest then starts each group at its first
-    occurrence. `blank` counts the records per blank key's digest."""
-    chunks = sorted((c for c in chunks if len(c[0])), key=lambda c: int(c[1][0]))
+    occurrence. `blank` counts the records per blank key's digest. `consume` empties
+    the `chunks` list once its arrays are joined (peak memory: one copy, not two)."""
+    given, chunks = chunks, sorted((c for c in chunks if len(c[0])), key=lambda c: int(c[1][0]))
     if not chunks:
         return Duplicates()
     d = np.concatenate([c[0] for c in chunks]) if len(chunks) > 1 else chunks[0][0]
+    w = np.concatenate([c[1] for c in chunks]) if len(chunks) > 1 else chunks[0][1]
+    if consume and isinstance(given, list):  # the blocks are copied: free them before sorting
+        given.clear()
+        chunks.clear()
     order = np.argsort(d, kind="stable")
     ds = d[order]
     del d
@@ -241,7 +246,6 @@ def duplicates_of(chunks: Sequence[tuple[np.ndarray, np.ndarray]], blank: dict[i
     if n_dup == 0:
         return Duplicates()
     distinct = int(np.count_nonzero(same & ~np.concatenate(([False], same[:-1]))))
-    w = np.concatenate([c[1] for c in chunks]) if len(chunks) > 1 else chunks[0][1]
     pos = np.flatnonzero(same) + 1
     starts = np.flatnonzero(np.concatenate(([True], ~same)))
     first = starts[np.searchsorted(starts, pos, side="right") - 1]
@@ -294,7 +298,8 @@ class DatasetSummary:
             [*self.chunks, *other.chunks], blank, sketches, self.seconds + other.seconds)
 
     def duplicates(self) -> Duplicates:
-        return duplicates_of(self.chunks, self.blank)
+        """Exact duplicates; the digests are consumed (this is the summary's last use)."""
+        return duplicates_of(self.chunks, self.blank, consume=True)
 
     def partitions(self, n: int) -> list[tuple[list[tuple[np.ndarray, np.ndarray]], dict[int, int]]]:
         """The digest chunks (and blank-key counts) split into `n` (a power of two)
