@@ -312,5 +312,5 @@ def _here(pieces: list[Piece], spec: PieceSpec, visitor: Visitor | None,
     for piece in pieces:
         part = measure_piece(piece, spec, visitor, step)
         done[1] += part.read.bytes_read
-        summary = summary.merge(part)
+        summary.absorb(part)
     return summary

@@ -179,7 +179,7 @@ def merge_blobs(blobs: Sequence[bytes], hash_name: str) -> DatasetSummary:
             raise InputError(b[len(_ERROR):].decode("utf-8", "replace"))
     out = DatasetSummary(hash_name, sketches=[])
     for b in blobs:
-        out = out.merge(DatasetSummary.from_bytes(b))
+        out.absorb(DatasetSummary.from_bytes(b))
     return out
 
 

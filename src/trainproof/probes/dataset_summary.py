@@ -280,22 +280,32 @@ class DatasetSummary:
     seconds: float = 0.0  # CPU-side time spent measuring (summed over pieces)
 
     def merge(self, other: DatasetSummary) -> DatasetSummary:
+        """A new summary of both (neither is changed)."""
+        out = DatasetSummary(self.hash_name, self.records, self.judged, merge_read(self.read, ReadTally()),
+                             dict(self.tallies), list(self.chunks), dict(self.blank), list(self.sketches),
+                             self.seconds)
+        return out.absorb(other)
+
+    def absorb(self, other: DatasetSummary) -> DatasetSummary:
+        """Merge `other` into this summary in place (chunk lists are extended, not
+        copied: merging thousands of shards one by one stays linear); returns self."""
         if other.hash_name != self.hash_name:
             raise InputError(f"cannot merge dataset summaries hashed with {self.hash_name} and "
                              f"{other.hash_name}: every worker needs the same trainproof install")
         mine = {s.name: s for s in self.sketches}
-        theirs = {s.name: s for s in other.sketches}
-        sketches = [mine[n].merge(theirs[n]) if n in mine and n in theirs else mine.get(n) or theirs[n]
-                    for n in sorted(mine.keys() | theirs.keys())]
-        blank = dict(self.blank)
+        for s in other.sketches:
+            mine[s.name] = mine[s.name].merge(s) if s.name in mine else s
+        self.sketches = [mine[n] for n in sorted(mine)]
         for k, v in other.blank.items():
-            blank[k] = blank.get(k, 0) + v
-        return DatasetSummary(
-            self.hash_name, self.records + other.records, self.judged + other.judged,
-            merge_read(self.read, other.read),
-            {p: merge_tally(self.tallies.get(p, Tally()), other.tallies.get(p, Tally()))
-             for p in sorted(self.tallies.keys() | other.tallies.keys())},
-            [*self.chunks, *other.chunks], blank, sketches, self.seconds + other.seconds)
+            self.blank[k] = self.blank.get(k, 0) + v
+        self.records += other.records
+        self.judged += other.judged
+        self.read = merge_read(self.read, other.read)
+        self.tallies = {p: merge_tally(self.tallies.get(p, Tally()), other.tallies.get(p, Tally()))
+                        for p in sorted(self.tallies.keys() | other.tallies.keys())}
+        self.chunks.extend(other.chunks)
+        self.seconds += other.seconds
+        return self
 
     def duplicates(self) -> Duplicates:
         """Exact duplicates; the digests are consumed (this is the summary's last use)."""
