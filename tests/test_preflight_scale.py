@@ -160,10 +160,12 @@ def test_an_unreadable_shard_fails_the_same_way(tmp_path, capsys):
     d.mkdir()
     for i in range(3):
         (d / f"s{i}.jsonl").write_text('{"text": "a"}\n{"text": "b"}\n')
-    (d / "s9.parquet").write_bytes(b"PAR1" + b"\x00" * 64)  # magic, then garbage
+    for name in ("s8.parquet", "s9.parquet"):  # magic, then garbage: two bad shards
+        (d / name).write_bytes(b"PAR1" + b"\x00" * 64)
     one = report(capsys, str(d))
     two = report(capsys, str(d), "--workers", "2")
     assert one == two and one[0] == 2
+    assert "s8.parquet" in one[1] and "s9.parquet" not in one[1]  # the first bad shard, as one process
 
 
 def test_summaries_merge_in_any_order_and_survive_bytes():
@@ -281,7 +283,8 @@ def test_dask_reports_an_unreadable_shard_as_one_process_does(tmp_path, capsys):
     d = tmp_path / "d"
     d.mkdir()
     (d / "a.jsonl").write_text('{"text": "a"}\n')
-    (d / "b.parquet").write_bytes(b"PAR1" + b"\x00" * 64)
+    for name in ("b.parquet", "c.parquet"):
+        (d / name).write_bytes(b"PAR1" + b"\x00" * 64)
     one = report(capsys, str(d))
     assert report(capsys, str(d), "--engine", "dask", "--workers", "2") == one and one[0] == 2
 

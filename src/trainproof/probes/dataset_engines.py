@@ -36,9 +36,24 @@ _ERROR = b"TPERR\n"
 # worker, with at most about PART_BYTES of digests in it. Digests are 16 bytes a record,
 # at most 1/DIGEST_SHARE of the dataset's bytes for records of 128 bytes or more.
 PART_BYTES, DIGEST_SHARE = 1 << 30, 8
+GROUPS_PER_WORKER = 4  # map tasks per worker on a cluster (balance against shuffle edges)
 
 
 # ---------------------------------------------------------------- the tasks (run on workers)
+
+
+def _error(piece: Piece, exc: InputError) -> bytes:
+    """A failed piece: its place in the dataset (so the driver can report the first one,
+    as one process would) and its one-line message."""
+    where = f"{piece.file_index} {piece.span[0] if piece.span else 0}\n"
+    return _ERROR + where.encode() + str(exc).encode("utf-8", "replace")
+
+
+def _raise_first_error(blobs: Sequence[bytes]) -> None:
+    errors = [b[len(_ERROR):].split(b"\n", 1) for b in blobs if b.startswith(_ERROR)]
+    if errors:
+        first = min(errors, key=lambda e: tuple(map(int, e[0].split())))
+        raise InputError(first[1].decode("utf-8", "replace"))
 
 
 def measure_task(piece: Piece, spec: PieceSpec) -> bytes:
@@ -47,20 +62,23 @@ def measure_task(piece: Piece, spec: PieceSpec) -> bytes:
     try:
         return measure_piece(piece, spec).to_bytes()
     except InputError as exc:
-        return _ERROR + str(exc).encode("utf-8", "replace")
+        return _error(piece, exc)
 
 
 def count_task(path: str, start: int, end: int) -> int:
     return count_newlines(Path(path), start, end)
 
 
-def measure_parts_task(piece: Piece, spec: PieceSpec, n: int) -> list[bytes]:
-    """A piece's summary without its digests, then its digests split into `n` hash
-    partitions: each goes to the reduce task of its partition, not to the driver."""
-    try:
-        s = measure_piece(piece, spec)
-    except InputError as exc:
-        return [_ERROR + str(exc).encode("utf-8", "replace")] * (n + 1)
+def measure_parts_task(pieces: Sequence[Piece], spec: PieceSpec, n: int) -> list[bytes]:
+    """A group of pieces measured into one summary: first the summary without its
+    digests, then the digests split into `n` hash partitions, each bound for the reduce
+    task of its partition (never for the driver)."""
+    s = DatasetSummary(spec.hash_name, sketches=[])
+    for piece in pieces:
+        try:
+            s.absorb(measure_piece(piece, spec))
+        except InputError as exc:
+            return [_error(piece, exc)] * (n + 1)
     parts = s.partitions(n)
     s.chunks, s.blank = [], {}
     return [s.to_bytes(), *(DatasetSummary(spec.hash_name, tallies={}, chunks=c, blank=b).to_bytes()
@@ -69,18 +87,17 @@ def measure_parts_task(piece: Piece, spec: PieceSpec, n: int) -> list[bytes]:
 
 def reduce_task(hash_name: str, *parts: bytes) -> bytes:
     """The exact duplicates of one hash partition, from every piece's share of it."""
-    for b in parts:
-        if b.startswith(_ERROR):
-            return b
+    errors = [b for b in parts if b.startswith(_ERROR)]
+    if errors:
+        return errors[0]  # the same failure reaches the driver through the summaries too
     d = merge_blobs(parts, hash_name).duplicates()
     return json.dumps([d.records, d.blank, d.distinct, d.distinct_blank, d.examples]).encode()
 
 
 def _duplicates(blobs: Sequence[bytes]) -> Duplicates:
+    _raise_first_error(blobs)
     out = Duplicates()
     for b in blobs:
-        if b.startswith(_ERROR):
-            raise InputError(b[len(_ERROR):].decode("utf-8", "replace"))
         r, bl, d, db, ex = json.loads(b)
         out = out.combine(Duplicates(int(r), int(bl), int(d), int(db), tuple((int(x), int(y)) for x, y in ex)))
     return out
@@ -110,8 +127,9 @@ class Engine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def map_reduce(self, pieces: Sequence[Piece], spec: PieceSpec, n: int) -> tuple[list[bytes], list[bytes]]:
-        """(each piece's summary without digests, each hash partition's duplicates):
+    def map_reduce(self, groups: Sequence[Sequence[Piece]], spec: PieceSpec,
+                   n: int) -> tuple[list[bytes], list[bytes]]:
+        """(each group's summary without digests, each hash partition's duplicates):
         digests go from the measuring worker to the partition's reduce worker. Only
         engines that can pass results between workers have it (Dask, Ray)."""
         raise NotImplementedError
@@ -128,10 +146,12 @@ class Engine:
         dups = None
         if self.partitioned:
             n = _partitions(files, self.workers)
-            heads, counted = self.map_reduce(pieces, spec, n)
+            groups = _groups(pieces, GROUPS_PER_WORKER * self.workers)
+            heads, counted = self.map_reduce(groups, spec, n)
             t2 = time.perf_counter()
-            summary, dups = merge_blobs(heads, spec.hash_name), _duplicates(counted)
-            timing["partitions"] = n
+            summary = merge_blobs(heads, spec.hash_name)
+            dups = _duplicates(counted)
+            timing.update(partitions=n, groups=len(groups))
         else:
             blobs = self.map(measure_task, [(p, spec) for p in pieces])
             t2 = time.perf_counter()
@@ -159,6 +179,23 @@ class Engine:
         return sorted(pieces, key=lambda p: (p.file_index, p.span or (0, 0, 0)))
 
 
+def _groups(pieces: Sequence[Piece], n: int) -> list[list[Piece]]:
+    """Pieces in at most `n` groups of about equal bytes (largest first, each to the
+    lightest group): the shuffle has groups x partitions edges, not pieces x partitions."""
+    sizes = [_piece_bytes(p) for p in pieces]
+    groups: list[list[Piece]] = [[] for _ in range(min(n, len(pieces)))]
+    load = [0] * len(groups)
+    for i in sorted(range(len(pieces)), key=lambda i: -sizes[i]):
+        g = load.index(min(load))
+        groups[g].append(pieces[i])
+        load[g] += sizes[i]
+    return [sorted(g, key=lambda p: (p.file_index, p.span or (0, 0, 0))) for g in groups if g]
+
+
+def _piece_bytes(p: Piece) -> int:
+    return p.span[1] - p.span[0] if p.span else Path(p.path).stat().st_size
+
+
 def _partitions(files: Sequence[Path], workers: int) -> int:
     """Hash partitions for the duplicate count: a power of two, at least two per worker,
     and enough that one partition's digests stay under about PART_BYTES."""
@@ -174,9 +211,7 @@ def _range_size(files: Sequence[Path], kinds: Sequence[str], workers: int) -> in
 
 def merge_blobs(blobs: Sequence[bytes], hash_name: str) -> DatasetSummary:
     """The merged summary; the first failed piece (in dataset order) raises its message."""
-    for b in blobs:
-        if b.startswith(_ERROR):
-            raise InputError(b[len(_ERROR):].decode("utf-8", "replace"))
+    _raise_first_error(blobs)
     out = DatasetSummary(hash_name, sketches=[])
     for b in blobs:
         out.absorb(DatasetSummary.from_bytes(b))
@@ -232,9 +267,10 @@ class Dask(Engine):
         futures = [self.client.submit(fn, *a, pure=False) for a in args]
         return list(self.client.gather(futures))
 
-    def map_reduce(self, pieces: Sequence[Piece], spec: PieceSpec, n: int) -> tuple[list[bytes], list[bytes]]:
+    def map_reduce(self, groups: Sequence[Sequence[Piece]], spec: PieceSpec,
+                   n: int) -> tuple[list[bytes], list[bytes]]:
         c = self.client
-        outs = [c.submit(measure_parts_task, p, spec, n, pure=False) for p in pieces]
+        outs = [c.submit(measure_parts_task, list(g), spec, n, pure=False) for g in groups]
         heads = [c.submit(operator.getitem, o, 0, pure=False) for o in outs]
         counted = [c.submit(reduce_task, spec.hash_name, *(c.submit(operator.getitem, o, k + 1, pure=False)
                                                            for o in outs), pure=False) for k in range(n)]
@@ -274,11 +310,12 @@ class Ray(Engine):
         remote = self._remote.setdefault(fn, self.ray.remote(num_cpus=1)(fn))
         return list(self.ray.get([remote.remote(*a) for a in args]))
 
-    def map_reduce(self, pieces: Sequence[Piece], spec: PieceSpec, n: int) -> tuple[list[bytes], list[bytes]]:
+    def map_reduce(self, groups: Sequence[Sequence[Piece]], spec: PieceSpec,
+                   n: int) -> tuple[list[bytes], list[bytes]]:
         ray = self.ray
         measure = ray.remote(num_cpus=1, num_returns=n + 1)(measure_parts_task)
         count = ray.remote(num_cpus=1)(reduce_task)
-        outs = [measure.remote(p, spec, n) for p in pieces]  # n + 1 object refs each
+        outs = [measure.remote(list(g), spec, n) for g in groups]  # n + 1 object refs each
         counted = [count.remote(spec.hash_name, *(o[k + 1] for o in outs)) for k in range(n)]
         return list(ray.get([o[0] for o in outs])), list(ray.get(counted))
 
