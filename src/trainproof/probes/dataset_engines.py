@@ -24,7 +24,7 @@ from typing import Any
 
 from trainproof.model import InputError
 from trainproof.probes.dataset import Piece, PieceSpec, measure_piece
-from trainproof.probes.dataset_read import count_newlines, line_ranges
+from trainproof.probes.dataset_read import BLOCK, ByteRange, count_lf
 from trainproof.probes.dataset_summary import DatasetSummary, Duplicates
 
 ENGINES = ("dask", "ray")
@@ -177,6 +177,37 @@ class Engine:
                 pieces += [Piece(i, str(files[i]), "jsonl", (a, b, line0))
                            for (a, b), line0 in zip(spans, starts, strict=True)]
         return sorted(pieces, key=lambda p: (p.file_index, p.span or (0, 0, 0)))
+
+
+def line_ranges(path: Path, size: int) -> list[tuple[int, int]]:
+    """(start, end) byte ranges of about `size` bytes covering the file, each starting
+    just after a newline (or at 0), so every line lies in exactly one range."""
+    total = path.stat().st_size
+    cuts = [0]
+    with open(path, "rb") as f:
+        while cuts[-1] + size < total:
+            f.seek(cuts[-1] + size)
+            skipped = 0
+            while block := f.read(BLOCK):  # to the end of the line the nominal cut falls in
+                nl = block.find(b"\n")
+                if nl >= 0:
+                    skipped += nl + 1
+                    break
+                skipped += len(block)
+            if cuts[-1] + size + skipped >= total:
+                break
+            cuts.append(cuts[-1] + size + skipped)
+    return list(zip(cuts, [*cuts[1:], total], strict=True))
+
+
+def count_newlines(path: Path, start: int, end: int) -> int:
+    """Newlines in bytes [start, end): the line numbers a later range starts at."""
+    n = 0
+    with open(path, "rb") as raw:
+        f = ByteRange(raw, start, end)
+        while block := f.read(4 << 20):
+            n += count_lf(block)
+    return n
 
 
 def _groups(pieces: Sequence[Piece], n: int) -> list[list[Piece]]:
