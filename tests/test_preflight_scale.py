@@ -187,6 +187,28 @@ def test_summaries_merge_in_any_order_and_survive_bytes():
     assert by_part == forward
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_duplicates_from_chunks_in_any_order_equal_a_plain_count(seed):
+    """Chunks from interleaved files, gathered in a random order (as a reduce task gets
+    them): counts and examples equal a dictionary walk in (file, line) order."""
+    rng = random.Random(seed)
+    recs = sorted({((rng.randrange(6) << 40) | rng.randrange(1, 400)) for _ in range(900)})
+    keys = {w: str(rng.randrange(120)) for w in recs}
+    seen: dict[str, int] = {}
+    pairs = []
+    for w in recs:
+        if keys[w] in seen:
+            pairs.append((w, seen[keys[w]]))
+        seen.setdefault(keys[w], w)
+    cuts = sorted(rng.sample(range(1, len(recs)), 12))
+    chunks = [(stable_digests([keys[w] for w in part], "blake2b-64"), np.array(part, np.int64))
+              for part in np.split(np.array(recs), cuts)]
+    rng.shuffle(chunks)
+    d = duplicates_of(chunks, {})
+    assert d.records == len(pairs) and d.examples == tuple(pairs[:5])
+    assert d.distinct == sum(1 for k in set(keys.values()) if list(keys.values()).count(k) > 1)
+
+
 def test_a_corrupt_summary_is_one_line_error():
     with pytest.raises(InputError, match="corrupt dataset summary"):
         DatasetSummary.from_bytes(b"TPDSUM1\n" + b"\xff" * 20)
