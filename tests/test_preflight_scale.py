@@ -210,8 +210,16 @@ def test_duplicates_from_chunks_in_any_order_equal_a_plain_count(seed):
 
 
 def test_a_corrupt_summary_is_one_line_error():
-    with pytest.raises(InputError, match="corrupt dataset summary"):
-        DatasetSummary.from_bytes(b"TPDSUM1\n" + b"\xff" * 20)
+    good = DatasetSummary("blake2b-64", records=3)
+    good.chunks.append((stable_digests(["a", "b"], "blake2b-64"), np.array([1, 2], np.int64)))
+    raw = good.to_bytes()
+    head_end = raw.index(b"}", 16) + 1
+    bad = [b"TPDSUM1\n" + b"\xff" * 20, raw[:-3], raw.replace(b'"chunks":[2]', b'"chunks":[-1]'),
+           raw[:head_end - 8] + raw[head_end:], b"\x80\x04pickle"]
+    for b in bad:
+        with pytest.raises(InputError, match="corrupt dataset summary"):
+            DatasetSummary.from_bytes(b)
+    assert DatasetSummary.from_bytes(raw).records == 3
 
 
 def test_stable_digests_agree_across_processes(tmp_path):

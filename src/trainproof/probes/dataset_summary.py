@@ -367,7 +367,7 @@ class DatasetSummary:
         """Parses what `to_bytes` wrote; anything else raises InputError (one line)."""
         try:
             return _parse(b)
-        except (ValueError, KeyError, TypeError, IndexError, struct.error) as exc:
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError, struct.error) as exc:
             raise InputError(f"corrupt dataset summary from a worker: {exc}".splitlines()[0]) from None
 
 
@@ -381,14 +381,16 @@ def _parse(b: bytes) -> DatasetSummary:
     chunks = []
     for count in h["chunks"]:
         size = int(count) * 8
-        if pos + 2 * size > len(b):
-            raise ValueError("truncated")
+        if size < 0 or pos + 2 * size > len(b):
+            raise ValueError("truncated or negative array length")
         d = np.frombuffer(b, _I64, int(count), pos).astype(np.int64)
         w = np.frombuffer(b, _I64, int(count), pos + size).astype(np.int64)
         chunks.append((d, w))
         pos += 2 * size
     sketches = []
     for name, size in h["sketches"]:
+        if int(size) < 0 or pos + int(size) > len(b):
+            raise ValueError("truncated sketch")
         sketches.append(sketch_from_bytes(str(name), b[pos:pos + int(size)]))
         pos += int(size)
     r = h["read"]
