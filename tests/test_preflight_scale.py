@@ -155,6 +155,24 @@ def test_byte_ranges_of_one_file_keep_line_numbers(tmp_path, range_bytes):
         assert getattr(many, f) == getattr(one, f), f
 
 
+def test_byte_ranges_around_over_long_lines(tmp_path):
+    """Lines over the record cap end most ranges (a cut inside one runs on to its end):
+    each is counted once, and nothing after its newline is taken for a blank line."""
+    cap = 300_000  # above the reader's block, like the real 16 MiB cap
+    lines = []
+    for i in range(40):
+        lines.append(json.dumps({"text": "x" * (cap + 1000 * i)}) if i % 4 == 1 else json.dumps({"text": f"r{i % 7}"}))
+    p = tmp_path / "long.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    one = measure_dataset(p, None, cap)
+    assert one.read.oversized_count == 10 and one.read.blank_lines == 0
+    with Processes(2, range_bytes=cap // 2) as eng:
+        many = measure_dataset(p, None, cap, engine=eng)
+    assert many.timing["pieces"] > 5
+    for f in ("records", "judged", "read", "tallies", "duplicates"):
+        assert getattr(many, f) == getattr(one, f), f
+
+
 def test_an_unreadable_shard_fails_the_same_way(tmp_path, capsys):
     d = tmp_path / "d"
     d.mkdir()

@@ -160,8 +160,9 @@ def line_blocks(f: Any, file_index: int, tally: ReadTally, max_record: int,
                 block, line_no = block[nl + 1:], line_no + 1
         cut = block.rfind(b"\n")
         if cut < 0:
-            parts.append(block)
-            held += len(block)
+            if block:  # nothing left after a skipped line's newline is no line at all
+                parts.append(block)
+                held += len(block)
             continue
         body = b"".join((*parts, block[:cut])) if parts else block[:cut]
         parts, held = ([block[cut + 1:]], len(block) - cut - 1) if cut + 1 < len(block) else ([], 0)
