@@ -173,6 +173,39 @@ def test_byte_ranges_around_over_long_lines(tmp_path):
         assert getattr(many, f) == getattr(one, f), f
 
 
+def _shaped(rng: random.Random, shape: str) -> dict:
+    def t() -> str:
+        return rng.choice(["", " ", "hi", "same", f"u{rng.randrange(40)}"])
+
+    if shape == "chat":
+        if rng.random() < 0.1:
+            return {"messages": "not a list"}
+        roles = rng.choice([["user", "assistant"], ["user", "user"], ["system", "user", "assistant"], ["user"], []])
+        return {"messages": [{"role": r, "content": t()} for r in roles]}
+    if shape == "alpaca":
+        return {"instruction": t(), "input": rng.choice([None, "", t()]), "output": t()}
+    return {"prompt": t(), "chosen": t(), "rejected": t()}
+
+
+@pytest.mark.parametrize("shape", ["chat", "alpaca", "preference"])
+def test_shape_tallies_merge_like_one_pass(tmp_path, shape):
+    """Records decoded as objects (the inspector's path, not the text fast path), JSONL
+    shards cut into ranges plus a JSON array: every shape tally equals one pass."""
+    rng = random.Random(shape)
+    for s in range(3):
+        lines = [json.dumps(_shaped(rng, shape)) for _ in range(80)]
+        lines.insert(rng.randrange(80), "{bad")
+        (tmp_path / f"s{s}.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "z.json").write_text(json.dumps([_shaped(rng, shape) for _ in range(30)]))
+    one = measure_dataset(tmp_path, None, 1 << 20)
+    with Processes(2, range_bytes=700) as eng:
+        many = measure_dataset(tmp_path, None, 1 << 20, engine=eng)
+    assert many.timing["pieces"] > 6
+    assert sum(t.count for t in one.tallies.values()) > 10
+    for f in ("records", "judged", "read", "tallies", "duplicates", "shape"):
+        assert getattr(many, f) == getattr(one, f), f
+
+
 def test_an_unreadable_shard_fails_the_same_way(tmp_path, capsys):
     d = tmp_path / "d"
     d.mkdir()
