@@ -155,6 +155,20 @@ def test_byte_ranges_of_one_file_keep_line_numbers(tmp_path, range_bytes):
         assert getattr(many, f) == getattr(one, f), f
 
 
+def test_parquet_row_groups_split_keep_row_numbers(tmp_path):
+    rng = random.Random(7)
+    texts = [rng.choice(["", " ", "same", _text(rng)]) for _ in range(500)]
+    pq.write_table(pa.table({"text": texts}), tmp_path / "big.parquet", row_group_size=60)
+    (tmp_path / "small.jsonl").write_text('{"text": "same"}\n{"text": ""}\n')
+    one = measure_dataset(tmp_path, None, 1 << 20)
+    with Processes(2, range_bytes=2000) as eng:
+        many = measure_dataset(tmp_path, None, 1 << 20, engine=eng)
+    assert many.timing["pieces"] > 4
+    for f in ("records", "judged", "tallies", "duplicates"):
+        assert getattr(many, f) == getattr(one, f), f
+    assert many.read == one.read
+
+
 def test_byte_ranges_around_over_long_lines(tmp_path):
     """Lines over the record cap end most ranges (a cut inside one runs on to its end):
     each is counted once, and nothing after its newline is taken for a blank line."""

@@ -136,7 +136,7 @@ def _sample(path: Path, kind: str, max_record: int) -> list[dict[str, Any]]:
 def _batches(piece: Piece, shape: Shape, tally: ReadTally, max_record: int) -> Iterator[Batch]:
     path, i = Path(piece.path), piece.file_index
     if piece.kind == "parquet":
-        return read_parquet(path, i, list(shape.fields), tally)
+        return read_parquet(path, i, list(shape.fields), tally, span=piece.span)
     if piece.kind == "json-array":
         return read_json_array(path, i, tally, max_record)
     if piece.kind == "arrow":
@@ -146,13 +146,15 @@ def _batches(piece: Piece, shape: Shape, tally: ReadTally, max_record: int) -> I
 
 @dataclass(frozen=True)
 class Piece:
-    """One task: a whole shard, or (JSONL) the byte range [start, end) that begins at
-    line `line0`. Plain values only, so any engine can ship it."""
+    """One task: a whole shard, a JSONL file's byte range [start, end) that begins at
+    line `first`, or a Parquet file's row groups [start, end) that begin at row `first`.
+    Plain values only, so any engine can ship it."""
 
     file_index: int
     path: str
     kind: str
-    span: tuple[int, int, int] | None = None  # (start, end, line0); None: the whole file
+    span: tuple[int, int, int] | None = None  # (start, end, first); None: the whole file
+    nbytes: int = 0  # its size, for balancing work between workers (0: the file's size)
 
 
 @dataclass(frozen=True)

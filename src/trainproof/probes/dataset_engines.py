@@ -9,7 +9,8 @@ worker sees at the same path (a local disk for local workers; NFS, Lustre, a FUS
 of object storage... on a cluster). A JSONL file larger than a range is cut into byte
 ranges at line boundaries so one big file spreads over the workers too; the lines
 before each range are counted first (a cheap pass of its own), so every record keeps
-the (file, line) id one process would give it. The engine packages are imported only
+the (file, line) id one process would give it. A Parquet file with several row groups
+is cut into runs of whole row groups, their first rows known from the footer. The engine packages are imported only
 when asked for."""
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 from trainproof.model import InputError
 from trainproof.probes.dataset import Piece, PieceSpec, measure_piece
-from trainproof.probes.dataset_read import BLOCK, ByteRange, count_lf
+from trainproof.probes.dataset_read import BLOCK, ByteRange, count_lf, parquet_row_groups
 from trainproof.probes.dataset_summary import DatasetSummary, Duplicates
 
 ENGINES = ("dask", "ray")
@@ -167,6 +168,8 @@ class Engine:
             spans = line_ranges(f, size) if k == "jsonl" else []
             if len(spans) > 1:
                 ranged.append((i, spans))
+            elif k == "parquet":
+                pieces += _row_group_pieces(i, f, size)
             else:
                 pieces.append(Piece(i, str(f), k))
         if ranged:  # line counts of every range but each file's last, counted by the workers
@@ -174,7 +177,7 @@ class Engine:
             counts = iter(self.map(count_task, jobs))
             for i, spans in ranged:
                 starts = accumulate((next(counts) for _ in spans[:-1]), initial=1)
-                pieces += [Piece(i, str(files[i]), "jsonl", (a, b, line0))
+                pieces += [Piece(i, str(files[i]), "jsonl", (a, b, line0), b - a)
                            for (a, b), line0 in zip(spans, starts, strict=True)]
         return sorted(pieces, key=lambda p: (p.file_index, p.span or (0, 0, 0)))
 
@@ -224,7 +227,23 @@ def _groups(pieces: Sequence[Piece], n: int) -> list[list[Piece]]:
 
 
 def _piece_bytes(p: Piece) -> int:
-    return p.span[1] - p.span[0] if p.span else Path(p.path).stat().st_size
+    return p.nbytes or Path(p.path).stat().st_size
+
+
+def _row_group_pieces(i: int, f: Path, size: int) -> list[Piece]:
+    """A Parquet file as runs of whole row groups of about `size` bytes (uncompressed),
+    each knowing the row it starts at from the footer; one piece when it has one group."""
+    groups = parquet_row_groups(f)
+    if len(groups) < 2:
+        return [Piece(i, str(f), "parquet")]
+    pieces, start, row, acc = [], 0, 1, 0
+    for g, (_, nbytes) in enumerate(groups):
+        acc += nbytes
+        if acc >= size or g == len(groups) - 1:
+            pieces.append(Piece(i, str(f), "parquet", (start, g + 1, row), acc))
+            row += sum(r for r, _ in groups[start:g + 1])
+            start, acc = g + 1, 0
+    return pieces if len(pieces) > 1 else [Piece(i, str(f), "parquet")]
 
 
 def _partitions(files: Sequence[Path], workers: int) -> int:
@@ -236,7 +255,7 @@ def _partitions(files: Sequence[Path], workers: int) -> int:
 
 
 def _range_size(files: Sequence[Path], kinds: Sequence[str], workers: int) -> int:
-    total = sum(f.stat().st_size for f, k in zip(files, kinds, strict=True) if k == "jsonl")
+    total = sum(f.stat().st_size for f, k in zip(files, kinds, strict=True) if k in ("jsonl", "parquet"))
     return max(MIN_RANGE, min(MAX_RANGE, total // max(1, 4 * workers)))
 
 

@@ -330,7 +330,9 @@ def read_json_array(path: Path, file_index: int, tally: ReadTally, max_record: i
 
 
 def read_parquet(path: Path, file_index: int, columns: list[str] | None, tally: ReadTally,
-                 batch: int = 8192) -> Iterator[Batch]:
+                 batch: int = 8192, span: tuple[int, int, int] | None = None) -> Iterator[Batch]:
+    """`span` (first row group, end row group, row number at its start) reads some row
+    groups only."""
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -339,8 +341,9 @@ def read_parquet(path: Path, file_index: int, columns: list[str] | None, tally: 
         pf = pq.ParquetFile(path)
         names = set(pf.schema_arrow.names)
         cols = [c for c in columns if c in names] if columns else None
-        row = 1
-        for rb in pf.iter_batches(batch_size=batch, columns=cols):
+        groups = list(range(span[0], span[1])) if span else None
+        row = span[2] if span else 1
+        for rb in pf.iter_batches(batch_size=batch, row_groups=groups, columns=cols):
             tally.bytes_read += rb.nbytes
             rows = rb.to_pylist()
             yield Batch(list(range(where(file_index, row), where(file_index, row) + len(rows))), dicts=rows)
@@ -373,6 +376,18 @@ def read_arrow(path: Path, file_index: int, columns: list[str] | None, tally: Re
                 row += len(rows)
     except (OSError, ValueError) as exc:
         raise InputError(f"{path}: unreadable Arrow file: {exc}".splitlines()[0]) from None
+
+
+def parquet_row_groups(path: Path) -> list[tuple[int, int]]:
+    """(rows, bytes) of each row group, from the footer; [] when it cannot be read (the
+    file is then read whole, and fails there as one process would)."""
+    try:
+        import pyarrow.parquet as pq
+
+        meta = pq.ParquetFile(path).metadata
+        return [(meta.row_group(g).num_rows, meta.row_group(g).total_byte_size) for g in range(meta.num_row_groups)]
+    except (ImportError, OSError, ValueError):
+        return []
 
 
 def parquet_columns(path: Path) -> list[str]:
