@@ -10,8 +10,8 @@ of object storage... on a cluster). A JSONL file larger than a range is cut into
 ranges at line boundaries so one big file spreads over the workers too; the lines
 before each range are counted first (a cheap pass of its own), so every record keeps
 the (file, line) id one process would give it. A Parquet file with several row groups
-is cut into runs of whole row groups, their first rows known from the footer. The engine packages are imported only
-when asked for."""
+is cut into runs of whole row groups, their first rows known from the footer. The
+engine packages are imported only when asked for."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ from trainproof.probes.dataset_read import BLOCK, ByteRange, count_lf, parquet_r
 from trainproof.probes.dataset_summary import DatasetSummary, Duplicates
 
 ENGINES = ("dask", "ray")
-# Byte ranges per JSONL file: about 4 per worker over the whole dataset, within these
-# bounds (a range much smaller than this costs more in task overhead than it saves).
+# Pieces of large JSONL and Parquet files: about 4 per worker over the whole dataset,
+# within these bounds (a much smaller piece costs more in task overhead than it saves).
 MIN_RANGE, MAX_RANGE = 16 << 20, 256 << 20
 _ERROR = b"TPERR\n"
 # Cluster engines count exact duplicates per hash partition, each partition on one
