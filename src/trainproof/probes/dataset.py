@@ -1,6 +1,7 @@
 """Measures a fine-tuning dataset: records read, records that would not parse, the
-shape's problems, and exact duplicates. The dataset is cut into pieces (its shards,
-and byte ranges of large JSONL files when several workers share it); each piece is
+shape's problems, and exact duplicates. The dataset is cut into pieces (its shards;
+with several workers, also byte ranges of large JSONL files and runs of a Parquet
+file's row groups); each piece is
 measured in one streaming pass into a `DatasetSummary`, and the summaries are merged.
 One process, `--workers N` and a Dask or Ray cluster run this same code and merge the
 same summaries, so they judge the same numbers.
@@ -12,7 +13,7 @@ decoded text with no re-encoding - the pass's largest cost otherwise); it is key
 per process, so summaries bound for another process use a stable digest instead
 (`dataset_summary.stable_digests`). Equal texts always get equal digests; two
 different texts share one with probability about n^2 / 2^65 (3e-8 for a million
-records)."""
+records) - in one process keyed afresh each run, so such a collision would not repeat."""
 
 from __future__ import annotations
 
