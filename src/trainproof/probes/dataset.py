@@ -1,10 +1,10 @@
 """Measures a fine-tuning dataset: records read, records that would not parse, the
 shape's problems, and exact duplicates. The dataset is cut into pieces (its shards;
 with several workers, also byte ranges of large JSONL files and runs of a Parquet
-file's row groups); each piece is
-measured in one streaming pass into a `DatasetSummary`, and the summaries are merged.
-One process, `--workers N` and a Dask or Ray cluster run this same code and merge the
-same summaries, so they judge the same numbers.
+file's row groups); each piece is measured in one streaming pass into a
+`DatasetSummary`, and the summaries are merged. One process, `--workers N` and a Dask
+or Ray cluster run this same code and merge the same summaries, so they judge the same
+numbers.
 
 Duplicates are found from a 64-bit digest per record, never from the texts:
 memory is 16 bytes per record (digest + position) whatever the text length. In one
