@@ -12,6 +12,7 @@ from pathlib import Path
 from trainproof import engine
 from trainproof.model import InputError, Report, ReportSet
 from trainproof.probes.dataset import Progress, measure_dataset
+from trainproof.probes.dataset_engines import open_engine
 from trainproof.probes.dataset_tokens import TokenVisitor
 from trainproof.probes.tokenizer_load import TokenizerLoadError, load_tokenizer
 from trainproof.rules.preflight import OVERSIZED, Preflight
@@ -27,6 +28,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "name already in the local HuggingFace cache (never downloaded)")
     p.add_argument("--max-len", type=int, metavar="N", help="context window in tokens (needs --tokenizer)")
     p.add_argument("--text-field", metavar="FIELD", help="the field to check, overriding shape detection")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="measure the shards (and byte ranges of large JSONL files) in N local processes; "
+                   "with --engine, the size of the local cluster it starts (same findings either way)")
+    p.add_argument("--engine", choices=("dask", "ray"),
+                   help="measure on a Dask or Ray cluster (the 'dask' or 'ray' extra); workers read the "
+                   "shards by path, so they must see the dataset at the same path")
+    p.add_argument("--address", metavar="ADDR",
+                   help="the cluster to use with --engine (a Dask scheduler tcp://host:8786, a Ray "
+                   "address host:6379 or 'auto'); without it a local cluster is started")
 
 
 def _progress() -> Progress:
@@ -58,11 +68,13 @@ def run(args: argparse.Namespace) -> ReportSet:
     from trainproof import api
 
     return ReportSet(NAME, (api.preflight(args.dataset, tokenizer=args.tokenizer, max_len=args.max_len,
-                                          text_field=args.text_field, progress=sys.stderr.isatty()),))
+                                          text_field=args.text_field, progress=sys.stderr.isatty(),
+                                          workers=args.workers, engine=args.engine, address=args.address),))
 
 
 def check_dataset(dataset: str, *, tokenizer: str | None, max_len: int | None, text_field: str | None,
-                  progress: bool) -> Report:
+                  progress: bool, workers: int | None = None, engine: str | None = None,
+                  address: str | None = None) -> Report:
     """The work behind `trainproof.preflight`."""
     if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int) or max_len <= 0):
         raise InputError(f"--max-len must be a positive number of tokens, got {max_len}")
@@ -74,13 +86,19 @@ def check_dataset(dataset: str, *, tokenizer: str | None, max_len: int | None, t
             tok = load_tokenizer(tokenizer)
         except TokenizerLoadError as exc:
             raise InputError(f"--tokenizer {exc}") from None
+    if tok and (engine or (workers or 1) > 1):
+        raise InputError("--tokenizer counts tokens in one process: drop --workers/--engine to use it")
     visitor = TokenVisitor(tok, max_len or tok.special.model_max_length) if tok else None
-    show = _progress() if progress else None
+    show = _progress() if progress and not (engine or (workers or 1) > 1) else None
+    runner = open_engine(engine, workers, address)
     try:
-        m = measure_dataset(Path(dataset), text_field, int(OVERSIZED.t("max_bytes")), visitor, show)
+        m = measure_dataset(Path(dataset), text_field, int(OVERSIZED.t("max_bytes")), visitor, show,
+                            engine=runner)
     except TokenizerLoadError as exc:
         raise InputError(f"--tokenizer {exc}") from None
     finally:
+        if runner is not None:
+            runner.close()
         if show is not None:
             sys.stderr.write("\r\033[K")
     subject = Preflight(m, tok.special if tok else None, visitor.counts if visitor else None, tokenizer or "")
