@@ -1,20 +1,27 @@
 """`trainproof preflight DATASET`: is this fine-tuning dataset safe to start on.
-One streaming pass over the data (and, with --tokenizer, its token counts), then
-the preflight rules; the report's outcome statement says what ran and what not."""
+One streaming pass over the data (and, with --tokenizer, its token counts; with
+--near-dup, MinHash signatures; with --eval, after indexing the eval sets' n-grams,
+their overlap), then the preflight rules; the report's outcome statement says what
+ran and what not."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from trainproof import engine
 from trainproof.model import InputError, Report, ReportSet
-from trainproof.probes.dataset import Progress, measure_dataset
+from trainproof.probes.dataset import DatasetMeasurement, Progress, measure_dataset
+from trainproof.probes.dataset_contamination import Contamination, ContaminationSketch, EvalIndex
+from trainproof.probes.dataset_near import NearDuplicates, NearDupSketch
 from trainproof.probes.dataset_tokens import TokenVisitor
 from trainproof.probes.tokenizer_load import TokenizerLoadError, load_tokenizer
 from trainproof.rules.preflight import OVERSIZED, Preflight
+from trainproof.rules.preflight_overlap import near_params, new_eval_index
 
 NAME = "preflight"
 HELP = "is this fine-tuning dataset safe to start on (JSONL, JSON array, Parquet, a shard directory)"
@@ -27,6 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "name already in the local HuggingFace cache (never downloaded)")
     p.add_argument("--max-len", type=int, metavar="N", help="context window in tokens (needs --tokenizer)")
     p.add_argument("--text-field", metavar="FIELD", help="the field to check, overriding shape detection")
+    p.add_argument("--near-dup", action="store_true",
+                   help="also find near-duplicate records (MinHash + LSH; about 5x the time of the plain pass)")
+    p.add_argument("--eval", nargs="+", metavar="EVAL", default=[],
+                   help="evaluation set(s) (files or shard directories): report their records found in DATASET")
 
 
 def _progress() -> Progress:
@@ -58,11 +69,46 @@ def run(args: argparse.Namespace) -> ReportSet:
     from trainproof import api
 
     return ReportSet(NAME, (api.preflight(args.dataset, tokenizer=args.tokenizer, max_len=args.max_len,
-                                          text_field=args.text_field, progress=sys.stderr.isatty()),))
+                                          text_field=args.text_field, progress=sys.stderr.isatty(),
+                                          near_dup=args.near_dup, eval_sets=args.eval),))
+
+
+class _Offset:
+    """Feeds the eval index with file indices offset past the earlier --eval paths' files."""
+
+    def __init__(self, index: EvalIndex, offset: int) -> None:
+        self.index, self.offset = index, offset
+
+    def add(self, file_index: int, rows: Sequence[int], texts: Sequence[str]) -> None:
+        self.index.add(file_index + self.offset, rows, texts)
+
+
+def eval_index(evals: Sequence[str], text_field: str | None) -> tuple[EvalIndex, tuple[str, ...]]:
+    """Every --eval record's n-grams, built before the training data is read."""
+    index, files = new_eval_index(), []
+    for e in evals:
+        m = measure_dataset(Path(e), text_field, int(OVERSIZED.t("max_bytes")), sketches=(_Offset(index, len(files)),))
+        if m.shape is None and m.fields:
+            raise InputError(f"--eval {e}: no known text field (fields seen: {', '.join(m.fields)})")
+        files.extend(m.files)
+    return index.freeze(), tuple(files)
+
+
+def overlap_subject(path: Path, text_field: str | None, near_dup: bool, evals: Sequence[str],
+                    visitor: Any = None, progress: Any = None
+                    ) -> tuple[DatasetMeasurement, NearDuplicates | None, Contamination | None, tuple[str, ...]]:
+    """The one pass over the training data, with the sketches the options ask for."""
+    index, eval_files = eval_index(evals, text_field) if evals else (None, ())
+    near = NearDupSketch(near_params()) if near_dup else None
+    contam = ContaminationSketch(index) if index is not None else None
+    sketches = [s for s in (near, contam) if s is not None]
+    m = measure_dataset(path, text_field, int(OVERSIZED.t("max_bytes")), visitor, progress, sketches)
+    return (m, near.result() if near else None, contam.result(index) if contam and index else None,
+            eval_files)
 
 
 def check_dataset(dataset: str, *, tokenizer: str | None, max_len: int | None, text_field: str | None,
-                  progress: bool) -> Report:
+                  progress: bool, near_dup: bool = False, evals: Sequence[str] = ()) -> Report:
     """The work behind `trainproof.preflight`."""
     if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int) or max_len <= 0):
         raise InputError(f"--max-len must be a positive number of tokens, got {max_len}")
@@ -77,11 +123,12 @@ def check_dataset(dataset: str, *, tokenizer: str | None, max_len: int | None, t
     visitor = TokenVisitor(tok, max_len or tok.special.model_max_length) if tok else None
     show = _progress() if progress else None
     try:
-        m = measure_dataset(Path(dataset), text_field, int(OVERSIZED.t("max_bytes")), visitor, show)
+        m, near, contam, eval_files = overlap_subject(Path(dataset), text_field, near_dup, evals, visitor, show)
     except TokenizerLoadError as exc:
         raise InputError(f"--tokenizer {exc}") from None
     finally:
         if show is not None:
             sys.stderr.write("\r\033[K")
-    subject = Preflight(m, tok.special if tok else None, visitor.counts if visitor else None, tokenizer or "")
+    subject = Preflight(m, tok.special if tok else None, visitor.counts if visitor else None, tokenizer or "",
+                        near, contam, eval_files)
     return judge_preflight(subject)

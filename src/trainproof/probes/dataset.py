@@ -16,16 +16,18 @@ import ctypes
 import gc
 import itertools
 import operator
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from trainproof.files import require_regular
 from trainproof.probes.dataset_read import (
+    WHERE_BITS,
     Batch,
     ReadTally,
     decode_line,
@@ -38,7 +40,7 @@ from trainproof.probes.dataset_read import (
     read_parquet,
     shard_files,
 )
-from trainproof.probes.dataset_shape import Inspector, Shape, Tally, Unit, detect_shape, fields_seen
+from trainproof.probes.dataset_shape import CHAT, Inspector, Shape, Tally, Unit, detect_shape, fields_seen
 
 SAMPLE = 64  # records read up front to detect the shape
 
@@ -136,6 +138,25 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameter numbe
 
 
 Visitor = Callable[[list[Unit], list[int]], None]
+
+
+class BlockSketch(Protocol):
+    def add(self, file_index: int, rows: Sequence[int], texts: Sequence[str]) -> None: ...
+
+
+_ROLE_TAG = re.compile("(?:^|\x1f)[^\x1e\x1f]*\x1e")  # a chat key's "role\x1e" before each turn
+
+
+def _feed(sketches: Sequence[BlockSketch], file_index: int, kept: Sequence[int], keys: list[str],
+          shape: Shape) -> None:
+    """Hand a block to the sketches as (file index, rows within the file, texts). A chat
+    record's text is its turns' contents: the role names are not part of what was said."""
+    base = file_index << WHERE_BITS
+    rows: Sequence[int] = (range(kept.start - base, kept.stop - base) if isinstance(kept, range)
+                           else [w - base for w in kept])
+    texts = [_ROLE_TAG.sub(" ", k) for k in keys] if shape.kind == CHAT else keys
+    for s in sketches:
+        s.add(file_index, rows, texts)
 Progress = Callable[[int, int], None]
 
 
@@ -181,22 +202,25 @@ def _batches(path: Path, kind: str, index: int, shape: Shape, tally: ReadTally,
 
 
 def measure_dataset(path: Path, text_field: str | None, max_record: int,
-                    visitor: Visitor | None = None, progress: Progress | None = None) -> DatasetMeasurement:
-    """One pass over every shard; `visitor` sees each block's units (for tokenizer checks).
-    Records over `max_record` bytes are counted, not read (TP-PRE-OVERSIZED-RECORD declares the cap)."""
+                    visitor: Visitor | None = None, progress: Progress | None = None,
+                    sketches: Sequence[BlockSketch] = ()) -> DatasetMeasurement:
+    """One pass over every shard; `visitor` sees each block's units (for tokenizer checks)
+    and every sketch each block's texts (near-duplicates, contamination: `add(file index,
+    rows, texts)`, probes/dataset_summary's Sketch protocol). Records over `max_record`
+    bytes are counted, not read (TP-PRE-OVERSIZED-RECORD declares the cap)."""
     t0 = time.perf_counter()
     _keep_freed_blocks()
     collecting = gc.isenabled()
     gc.disable()  # records hold no cycles; collections would rescan every live block for nothing
     try:
-        return _measure(path, text_field, max_record, visitor, progress, t0)
+        return _measure(path, text_field, max_record, visitor, progress, t0, sketches)
     finally:
         if collecting:
             gc.enable()
 
 
 def _measure(path: Path, text_field: str | None, max_record: int, visitor: Visitor | None,
-             progress: Progress | None, t0: float) -> DatasetMeasurement:
+             progress: Progress | None, t0: float, sketches: Sequence[BlockSketch] = ()) -> DatasetMeasurement:
     files = shard_files(path)
     for f in files:
         require_regular(f)
@@ -232,6 +256,8 @@ def _measure(path: Path, text_field: str | None, max_record: int, visitor: Visit
                 for j in blank:
                     inspector.tallies["empty"].add(kept[j])
             judged += len(keys)
+            if sketches and keys:
+                _feed(sketches, i, kept, keys, shape)
             if visitor is not None and units:
                 visitor(units, kept)
             if progress is not None:
