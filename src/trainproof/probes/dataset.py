@@ -1,14 +1,18 @@
-"""Measures a fine-tuning dataset in one streaming pass: records read, records that
-would not parse, the shape's problems, and exact duplicates.
+"""Measures a fine-tuning dataset: records read, records that would not parse, the
+shape's problems, and exact duplicates. The dataset is cut into pieces (its shards,
+and byte ranges of large JSONL files when several workers share it); each piece is
+measured in one streaming pass into a `DatasetSummary`, and the summaries are merged.
+One process, `--workers N` and a Dask or Ray cluster run this same code and merge the
+same summaries, so they judge the same numbers.
 
 Duplicates are found from a 64-bit digest per record, never from the texts:
-memory is 16 bytes per record (digest + position) whatever the text length.
-The digest is Python's own string hash (SipHash-1-3, 64 bits on 64-bit builds),
-computed in C over the decoded text with no re-encoding - about twice as fast as
-UTF-8 encoding plus SHA-1 or BLAKE2b, which dominated the whole pass. Equal texts
-always get equal digests; two different texts share one with probability about
-n^2 / 2^65 (3e-8 for a million records). Python keys the hash per process, so
-such a collision, if it ever happened, would not repeat on the next run."""
+memory is 16 bytes per record (digest + position) whatever the text length. In one
+process the digest is Python's own string hash (SipHash-1-3, computed in C over the
+decoded text with no re-encoding - the pass's largest cost otherwise); it is keyed
+per process, so summaries bound for another process use a stable digest instead
+(`dataset_summary.stable_digests`). Equal texts always get equal digests; two
+different texts share one with probability about n^2 / 2^65 (3e-8 for a million
+records)."""
 
 from __future__ import annotations
 
@@ -16,12 +20,11 @@ import ctypes
 import gc
 import itertools
 import operator
-import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,68 +43,21 @@ from trainproof.probes.dataset_read import (
     read_parquet,
     shard_files,
 )
-from trainproof.probes.dataset_shape import CHAT, Inspector, Shape, Tally, Unit, detect_shape, fields_seen
+from trainproof.probes.dataset_shape import Inspector, Shape, Tally, Unit, detect_shape, fields_seen
+from trainproof.probes.dataset_summary import (
+    LOCAL_HASH,
+    DatasetSummary,
+    Duplicates,
+    Sketch,
+    digester,
+    sketch_from_bytes,
+    stable_hash_name,
+)
+
+if TYPE_CHECKING:
+    from trainproof.probes.dataset_engines import Engine
 
 SAMPLE = 64  # records read up front to detect the shape
-
-
-@dataclass(frozen=True)
-class Duplicates:
-    records: int = 0  # records whose key equals an earlier record's (blank ones included)
-    blank: int = 0  # of those, records whose key is blank
-    distinct: int = 0  # distinct keys that occur more than once (blank ones included)
-    distinct_blank: int = 0  # of those, blank keys
-    examples: tuple[tuple[int, int], ...] = ()  # (where, where of its first occurrence)
-
-
-class DigestTable:
-    """Digest and position per record, appended a block at a time as numpy arrays."""
-
-    def __init__(self, keep: int = 5) -> None:
-        self._digests: list[np.ndarray] = []
-        self._wheres: list[np.ndarray] = []
-        self._blank: list[int] = []
-        self.keep = keep
-
-    def add(self, keys: list[str], wheres: Sequence[int]) -> list[int]:
-        """Hash a block of keys (C calls only, no Python per record); returns the
-        indices of the blank keys (empty, or only whitespace as str.strip sees it)."""
-        digests = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys))
-        self._digests.append(digests)
-        if isinstance(wheres, range):
-            self._wheres.append(np.arange(wheres.start, wheres.stop, dtype=np.int64))
-        else:
-            self._wheres.append(np.asarray(wheres, dtype=np.int64))
-        blank = list(itertools.compress(range(len(keys)), map(str.isspace, keys)))
-        if "" in keys:  # isspace("") is False; empties are found by a second C-level pass
-            blank = sorted(blank + list(itertools.compress(range(len(keys)), map(operator.not_, keys))))
-        self._blank.extend(int(digests[i]) for i in blank)
-        return blank
-
-    def duplicates(self) -> Duplicates:
-        if not self._digests:
-            return Duplicates()
-        d = np.concatenate(self._digests)
-        self._digests.clear()
-        order = np.argsort(d, kind="stable")  # stable: a group starts at its first occurrence
-        ds = d[order]
-        del d
-        same = ds[1:] == ds[:-1]
-        del ds
-        n_dup = int(np.count_nonzero(same))
-        if n_dup == 0:
-            return Duplicates()
-        distinct = int(np.count_nonzero(same & ~np.concatenate(([False], same[:-1]))))
-        w = np.concatenate(self._wheres)
-        self._wheres.clear()
-        pos = np.flatnonzero(same) + 1
-        starts = np.flatnonzero(np.concatenate(([True], ~same)))
-        first = starts[np.searchsorted(starts, pos, side="right") - 1]
-        later, earlier = w[order[pos]], w[order[first]]
-        pick = np.argsort(later, kind="stable")[: self.keep]
-        _, counts = np.unique(np.asarray(self._blank, dtype=np.int64), return_counts=True)
-        return Duplicates(n_dup, int((counts - 1).sum()), distinct, int(np.count_nonzero(counts > 1)),
-                          tuple((int(later[i]), int(earlier[i])) for i in pick))
 
 
 @dataclass(frozen=True)
@@ -115,8 +71,10 @@ class DatasetMeasurement:
     judged: int  # records that had the shape's fields
     read: ReadTally
     tallies: dict[str, Tally] = field(default_factory=dict)
-    duplicates: Duplicates = Duplicates()
+    duplicates: Duplicates = field(default_factory=Duplicates)
     seconds: float = 0.0
+    sketches: tuple[Sketch, ...] = ()  # merged, for the checks that judge them
+    timing: dict[str, float] = field(default_factory=dict)  # wall seconds: plan, measure, merge, duplicates
 
 
 def _keep_freed_blocks() -> None:
@@ -138,25 +96,6 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameter numbe
 
 
 Visitor = Callable[[list[Unit], list[int]], None]
-
-
-class BlockSketch(Protocol):
-    def add(self, file_index: int, rows: Sequence[int], texts: Sequence[str]) -> None: ...
-
-
-_ROLE_TAG = re.compile("(?:^|\x1f)[^\x1e\x1f]*\x1e")  # a chat key's "role\x1e" before each turn
-
-
-def _feed(sketches: Sequence[BlockSketch], file_index: int, kept: Sequence[int], keys: list[str],
-          shape: Shape) -> None:
-    """Hand a block to the sketches as (file index, rows within the file, texts). A chat
-    record's text is its turns' contents: the role names are not part of what was said."""
-    base = file_index << WHERE_BITS
-    rows: Sequence[int] = (range(kept.start - base, kept.stop - base) if isinstance(kept, range)
-                           else [w - base for w in kept])
-    texts = [_ROLE_TAG.sub(" ", k) for k in keys] if shape.kind == CHAT else keys
-    for s in sketches:
-        s.add(file_index, rows, texts)
 Progress = Callable[[int, int], None]
 
 
@@ -190,41 +129,120 @@ def _sample(path: Path, kind: str, max_record: int) -> list[dict[str, Any]]:
     return out
 
 
-def _batches(path: Path, kind: str, index: int, shape: Shape, tally: ReadTally,
-             max_record: int) -> Iterator[Batch]:
-    if kind == "parquet":
-        return read_parquet(path, index, list(shape.fields), tally)
-    if kind == "json-array":
-        return read_json_array(path, index, tally, max_record)
-    if kind == "arrow":
-        return read_arrow(path, index, list(shape.fields), tally)
-    return read_jsonl(path, index, shape.single_text_field, tally, max_record)
+def _batches(piece: Piece, shape: Shape, tally: ReadTally, max_record: int) -> Iterator[Batch]:
+    path, i = Path(piece.path), piece.file_index
+    if piece.kind == "parquet":
+        return read_parquet(path, i, list(shape.fields), tally)
+    if piece.kind == "json-array":
+        return read_json_array(path, i, tally, max_record)
+    if piece.kind == "arrow":
+        return read_arrow(path, i, list(shape.fields), tally)
+    return read_jsonl(path, i, shape.single_text_field, tally, max_record, piece.span)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One task: a whole shard, or (JSONL) the byte range [start, end) that begins at
+    line `line0`. Plain values only, so any engine can ship it."""
+
+    file_index: int
+    path: str
+    kind: str
+    span: tuple[int, int, int] | None = None  # (start, end, line0); None: the whole file
+
+
+@dataclass(frozen=True)
+class PieceSpec:
+    """What every piece is measured with, decided once by the driver so all agree: the
+    shape (from the first shard's sample), the record cap, the digest, and the empty
+    sketches (as bytes: a sketch may carry data every worker needs, e.g. eval n-grams)."""
+
+    shape: Shape
+    max_record: int
+    hash_name: str
+    sketches: tuple[tuple[str, bytes], ...] = ()
+
+
+def _fresh_sketches(spec: PieceSpec) -> list[Sketch]:
+    return [sketch_from_bytes(name, b) for name, b in spec.sketches]
+
+
+def measure_piece(piece: Piece, spec: PieceSpec, visitor: Visitor | None = None,
+                  progress: Progress | None = None) -> DatasetSummary:
+    """One streaming pass over one piece; `visitor` sees each block's units (for
+    tokenizer checks, one process only)."""
+    t0 = time.process_time()
+    digest = digester(spec.hash_name)
+    inspector = Inspector(spec.shape, want_units=visitor is not None)
+    out = DatasetSummary(spec.hash_name, tallies=inspector.tallies, sketches=_fresh_sketches(spec))
+    tally, blank = out.read, out.blank
+    for batch in _batches(piece, spec.shape, tally, spec.max_record):
+        out.records += len(batch.wheres)
+        if batch.texts is not None:
+            keys, kept = batch.texts, batch.wheres
+            units = [Unit(target=t) for t in keys] if visitor is not None else []
+        else:
+            keys, kept, units = inspector.records(batch.dicts or [], batch.wheres)
+        digests = digest(keys)
+        out.chunks.append((digests, _positions(kept)))
+        for j in _blank(keys):
+            blank[int(digests[j])] = blank.get(int(digests[j]), 0) + 1
+            if batch.texts is not None:
+                inspector.tallies["empty"].add(kept[j])
+        out.judged += len(keys)
+        if out.sketches and keys:
+            rows = range(kept.start & _ROW, kept.stop - kept.start + (kept.start & _ROW)) \
+                if isinstance(kept, range) else [w & _ROW for w in kept]
+            for sk in out.sketches:
+                sk.add(piece.file_index, rows, keys)
+        if visitor is not None and units:
+            visitor(units, kept)
+        if progress is not None:
+            progress(len(batch.wheres), tally.bytes_read)
+    out.seconds = time.process_time() - t0
+    return out
+
+
+_ROW = (1 << WHERE_BITS) - 1
+
+
+def _positions(kept: Sequence[int]) -> np.ndarray:
+    if isinstance(kept, range):
+        return np.arange(kept.start, kept.stop, dtype=np.int64)
+    return np.asarray(kept, dtype=np.int64)
+
+
+def _blank(keys: list[str]) -> list[int]:
+    """Indices of the blank keys (empty, or only whitespace as str.strip sees it), by C
+    calls only - no Python per record."""
+    blank = list(itertools.compress(range(len(keys)), map(str.isspace, keys)))
+    if "" in keys:  # isspace("") is False; empties are found by a second C-level pass
+        blank = sorted(blank + list(itertools.compress(range(len(keys)), map(operator.not_, keys))))
+    return blank
 
 
 def measure_dataset(path: Path, text_field: str | None, max_record: int,
-                    visitor: Visitor | None = None, progress: Progress | None = None,
-                    sketches: Sequence[BlockSketch] = ()) -> DatasetMeasurement:
-    """One pass over every shard; `visitor` sees each block's units (for tokenizer checks)
-    and every sketch each block's texts (near-duplicates, contamination: `add(file index,
-    rows, texts)`, probes/dataset_summary's Sketch protocol). Records over `max_record`
+                    visitor: Visitor | None = None, progress: Progress | None = None, *,
+                    engine: Engine | None = None, sketches: Sequence[Sketch] = ()) -> DatasetMeasurement:
+    """Every piece measured and merged; `visitor` sees each block's units (tokenizer
+    checks: one process only). `engine` runs the pieces elsewhere (local processes, a
+    Dask or Ray cluster); without one they run here, one after another. `sketches` are
+    empty (possibly primed) sketches every piece starts from. Records over `max_record`
     bytes are counted, not read (TP-PRE-OVERSIZED-RECORD declares the cap)."""
     t0 = time.perf_counter()
     _keep_freed_blocks()
     collecting = gc.isenabled()
     gc.disable()  # records hold no cycles; collections would rescan every live block for nothing
     try:
-        return _measure(path, text_field, max_record, visitor, progress, t0, sketches)
+        return _measure(path, text_field, max_record, visitor, progress, engine, sketches, t0)
     finally:
         if collecting:
             gc.enable()
 
 
-def _measure(path: Path, text_field: str | None, max_record: int, visitor: Visitor | None,
-             progress: Progress | None, t0: float, sketches: Sequence[BlockSketch] = ()) -> DatasetMeasurement:
-    files = shard_files(path)
-    for f in files:
-        require_regular(f)
-    kinds = [file_kind(f) for f in files]
+def _detect(files: list[Path], kinds: list[str], text_field: str | None,
+            max_record: int) -> tuple[Shape | None, list[dict[str, Any]]]:
+    """The shape, decided once from the first shard that has records."""
     sample: list[dict[str, Any]] = []
     for f, k in zip(files, kinds, strict=False):
         sample = _sample(f, k, max_record)
@@ -232,36 +250,54 @@ def _measure(path: Path, text_field: str | None, max_record: int, visitor: Visit
             break
     if kinds[0] == "parquet" and not sample:
         sample = [dict.fromkeys(parquet_columns(files[0]))]
-    shape = detect_shape(sample, text_field)
+    return detect_shape(sample, text_field), sample
+
+
+def _measure(path: Path, text_field: str | None, max_record: int, visitor: Visitor | None,
+             progress: Progress | None, engine: Engine | None, sketches: Sequence[Sketch],
+             t0: float) -> DatasetMeasurement:
+    files = shard_files(path)
+    for f in files:
+        require_regular(f)
+    kinds = [file_kind(f) for f in files]
+    shape, sample = _detect(files, kinds, text_field, max_record)
     base = dict(path=str(path), files=tuple(map(str, files)), kinds=tuple(kinds),
                 shape=shape, fields=tuple(fields_seen(sample)))
-    tally = ReadTally()
     if shape is None and sample:
-        return DatasetMeasurement(records=0, judged=0, read=tally, **base)  # type: ignore[arg-type]
+        return DatasetMeasurement(records=0, judged=0, read=ReadTally(), **base)  # type: ignore[arg-type]
     # No record decoded at all: still read everything, so the report can say what the lines are.
     shape = shape or Shape("text", ("text",))
-    inspector = Inspector(shape, want_units=visitor is not None)
-    table = DigestTable()
-    records = judged = 0
-    for i, (f, k) in enumerate(zip(files, kinds, strict=False)):
-        for batch in _batches(f, k, i, shape, tally, max_record):
-            records += len(batch.wheres)
-            if batch.texts is not None:
-                keys, kept = batch.texts, batch.wheres
-                units = [Unit(target=t) for t in keys] if visitor is not None else []
-            else:
-                keys, kept, units = inspector.records(batch.dicts or [], batch.wheres)
-            blank = table.add(keys, kept)
-            if batch.texts is not None:
-                for j in blank:
-                    inspector.tallies["empty"].add(kept[j])
-            judged += len(keys)
-            if sketches and keys:
-                _feed(sketches, i, kept, keys, shape)
-            if visitor is not None and units:
-                visitor(units, kept)
-            if progress is not None:
-                progress(records, tally.bytes_read)
-    return DatasetMeasurement(records=records, judged=judged, read=tally, tallies=inspector.tallies,
-                              duplicates=table.duplicates(), seconds=time.perf_counter() - t0,
-                              **base)  # type: ignore[arg-type]
+    protos = tuple((sk.name, sk.to_bytes()) for sk in sketches)
+    timing = {"plan": time.perf_counter() - t0}
+    if engine is None:
+        spec = PieceSpec(shape, max_record, LOCAL_HASH, protos)
+        summary = _here([Piece(i, str(f), k) for i, (f, k) in enumerate(zip(files, kinds, strict=True))],
+                        spec, visitor, progress)
+        timing["measure"] = time.perf_counter() - t0 - timing["plan"]
+    else:
+        spec = PieceSpec(shape, max_record, stable_hash_name(), protos)
+        summary = engine.run(files, kinds, spec, timing)
+    t1 = time.perf_counter()
+    dups = summary.duplicates()
+    timing["duplicates"] = time.perf_counter() - t1
+    return DatasetMeasurement(records=summary.records, judged=summary.judged, read=summary.read,
+                              tallies=summary.tallies, duplicates=dups, seconds=time.perf_counter() - t0,
+                              sketches=tuple(summary.sketches), timing=timing, **base)  # type: ignore[arg-type]
+
+
+def _here(pieces: list[Piece], spec: PieceSpec, visitor: Visitor | None,
+          progress: Progress | None) -> DatasetSummary:
+    """The pieces measured in this process, in order, merged as they finish."""
+    done = [0, 0]  # records and bytes of the finished pieces, for a running total
+
+    def step(records: int, nbytes: int) -> None:
+        done[0] += records
+        if progress is not None:
+            progress(done[0], done[1] + nbytes)
+
+    summary = DatasetSummary(spec.hash_name, sketches=[])
+    for piece in pieces:
+        part = measure_piece(piece, spec, visitor, step)
+        done[1] += part.read.bytes_read
+        summary = summary.merge(part)
+    return summary

@@ -18,18 +18,21 @@ import json
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from trainproof.model import InputError
 from trainproof.probes.dataset_read import WHERE_BITS
+from trainproof.probes.dataset_summary import register_sketch
 from trainproof.probes.dataset_words import U64, block_words, normalised_digests, shingles
 
 _MAGIC = b"TPCONT1\n"
+_MAGIC_INDEX = b"TPEVAL1\n"
 KEEP = 5
 
 
-def _cat(xs: list[np.ndarray], dtype: type) -> np.ndarray:
+def _cat(xs: Sequence[np.ndarray], dtype: Any) -> np.ndarray:
     return np.concatenate(xs) if xs else np.zeros(0, dtype)
 
 
@@ -37,56 +40,125 @@ def _wheres(file_index: int, rows: Sequence[int]) -> np.ndarray:
     return (np.int64(file_index) << np.int64(WHERE_BITS)) | np.asarray(rows, dtype=np.int64)
 
 
-class EvalIndex:
-    """The eval records' n-grams and exact digests; add every eval block, then `freeze`."""
+_ARRAYS = ("grams", "gram_rec", "digests", "digest_rec", "wheres")
 
-    def __init__(self, ngram: int, max_ngrams: int) -> None:
-        self.ngram, self.max_ngrams = ngram, max_ngrams
-        self.files: list[str] = []  # eval file paths, indexed by the file index of `wheres`
-        self._grams: list[np.ndarray] = []
-        self._gram_rec: list[np.ndarray] = []
-        self._digests: list[np.ndarray] = []
-        self._wheres: list[np.ndarray] = []
-        self._size = self._records = 0
+
+def _pack(head: dict[str, object], arrays: Sequence[np.ndarray], magic: bytes) -> bytes:
+    head = {**head, "sizes": [len(a) for a in arrays]}
+    h = json.dumps(head).encode()
+    return b"".join((magic, struct.pack("<I", len(h)), h, *(np.ascontiguousarray(a).tobytes() for a in arrays)))
+
+
+def _unpack(b: bytes, magic: bytes, dtypes: Sequence[str]) -> tuple[dict[str, Any], list[np.ndarray]]:
+    """Header and arrays; the arrays are read-only views of `b` (no copy: an eval index
+    is handed to every piece of the dataset)."""
+    if not b.startswith(magic):
+        raise ValueError("wrong sketch type")
+    (hl,) = struct.unpack_from("<I", b, len(magic))
+    at = len(magic) + 4
+    head = json.loads(b[at:at + hl])
+    at += hl
+    out = []
+    for size, dt in zip(head["sizes"], dtypes, strict=True):
+        out.append(np.frombuffer(b, dt, int(size), at))
+        at += int(size) * np.dtype(dt).itemsize
+    if at != len(b):
+        raise ValueError("truncated or padded")
+    return head, out
+
+
+@register_sketch("eval-index")
+class EvalIndex:
+    """The eval records' n-grams and exact digests. A sketch itself (built through the
+    same pass as the training data, mergeable), then `freeze`d for lookups: sorted
+    n-grams, each with the first eval record that has it, and sorted digests."""
+
+    name = "eval-index"
+
+    def __init__(self, ngram: int, max_ngrams: int, offset: int = 0) -> None:
+        self.ngram, self.max_ngrams, self.offset = ngram, max_ngrams, offset
+        self._parts: list[tuple[np.ndarray, ...]] = []  # (grams, their record's where, digests, wheres)
+        self._size = 0
         self.wordless = 0  # eval records without a word: nothing of them can leak
-        self.grams = self.gram_rec = self.digests = self.digest_rec = self.wheres = np.zeros(0, np.int64)
+        self.frozen = False
+        self.grams = self.digests = np.zeros(0, U64)
+        self.gram_rec = self.digest_rec = self.wheres = np.zeros(0, np.int64)
 
     def add(self, file_index: int, rows: Sequence[int], texts: Sequence[str]) -> None:
         if not texts:
             return
         w = block_words(texts)
         g, rec = shingles(w, self.ngram, short=False)
-        self._size += len(g)
+        wh = _wheres(file_index + self.offset, rows)
+        self._grow(len(g))
+        self.wordless += int(np.count_nonzero(w.count == 0))
+        self._parts.append((g, wh[rec], normalised_digests(w), wh))
+
+    def _grow(self, n: int) -> None:
+        self._size += n
         if self._size > self.max_ngrams:
             raise InputError(f"the evaluation set holds more than {self.max_ngrams:,} {self.ngram}-word "
                              "n-grams (TP-PRE-EVAL-CONTAMINATION's max_eval_ngrams): is --eval a "
                              "training corpus? Pass the evaluation split")
-        self._grams.append(g)
-        self._gram_rec.append(rec + self._records)
-        d = normalised_digests(w)
-        self.wordless += int(np.count_nonzero(w.count == 0))
-        self._digests.append(d)
-        self._wheres.append(_wheres(file_index, rows))
-        self._records += len(texts)
+
+    def merge(self, other: EvalIndex) -> EvalIndex:
+        if (other.ngram, other.max_ngrams) != (self.ngram, self.max_ngrams):
+            raise InputError("eval indexes of different n-gram lengths cannot be merged")
+        out = EvalIndex(self.ngram, self.max_ngrams, self.offset)
+        out._parts = self._parts + other._parts
+        out._grow(self._size + other._size)
+        out.wordless = self.wordless + other.wordless
+        return out
 
     def freeze(self) -> EvalIndex:
-        """Sort the n-grams (and digests) for lookup; keeps, per n-gram, its first eval record."""
-        self.wheres = _cat(self._wheres, np.int64)
-        g, r = _cat(self._grams, U64), _cat(self._gram_rec, np.int64)
-        d = _cat(self._digests, U64)
-        self._grams, self._gram_rec, self._digests, self._wheres = [], [], [], []
-        o = np.lexsort((r, g))
-        g, r = g[o], r[o]
+        """Sorted for lookup; independent of the order the parts were added or merged in."""
+        cols = [_cat([p[i] for p in self._parts], (U64, np.int64, U64, np.int64)[i]) for i in range(4)]
+        g, gw, d, self.wheres = cols
+        self._parts = []
+        self.wheres = np.sort(self.wheres)
+        o = np.lexsort((gw, g))  # per n-gram, its smallest eval record first
+        g, gr = g[o], np.searchsorted(self.wheres, gw[o])
         first = np.concatenate(([True], g[1:] != g[:-1])) if len(g) else np.zeros(0, bool)
-        self.grams, self.gram_rec = g[first], r[first]
-        rec = np.flatnonzero(d != 0)  # records without words match nothing
-        o = np.lexsort((rec, d[rec]))
-        self.digests, self.digest_rec = d[rec][o], rec[o]
+        self.grams, self.gram_rec = g[first], gr[first]
+        dw = cols[3]
+        keep = np.flatnonzero(d != 0)  # records without words match nothing
+        o = np.lexsort((dw[keep], d[keep]))
+        self.digests, self.digest_rec = d[keep][o], np.searchsorted(self.wheres, dw[keep][o])
+        self.frozen = True
         return self
 
     @property
     def records(self) -> int:
         return len(self.wheres)
+
+    def to_bytes(self) -> bytes:
+        head = {"ngram": self.ngram, "max_ngrams": self.max_ngrams, "offset": self.offset,
+                "wordless": self.wordless, "frozen": self.frozen}
+        if self.frozen:
+            return _pack(head, [getattr(self, a) for a in _ARRAYS], _MAGIC_INDEX)
+        cols = [_cat([p[i] for p in self._parts], (U64, np.int64, U64, np.int64)[i]) for i in range(4)]
+        return _pack({**head, "parts": [len(p[0]) for p in self._parts]}, cols, _MAGIC_INDEX)
+
+    @classmethod
+    def from_bytes(cls, b: bytes) -> EvalIndex:
+        try:
+            head = json.loads(b[len(_MAGIC_INDEX) + 4:len(_MAGIC_INDEX) + 4 +
+                                struct.unpack_from("<I", b, len(_MAGIC_INDEX))[0]])
+            out = cls(int(head["ngram"]), int(head["max_ngrams"]), int(head["offset"]))
+            out.wordless = int(head["wordless"])
+            if head["frozen"]:
+                _, arrays = _unpack(b, _MAGIC_INDEX, ("<u8", "<i8", "<u8", "<i8", "<i8"))
+                for name, arr in zip(_ARRAYS, arrays, strict=True):
+                    setattr(out, name, arr)
+                out.frozen = True
+            else:
+                _, (g, gw, d, wh) = _unpack(b, _MAGIC_INDEX, ("<u8", "<i8", "<u8", "<i8"))
+                if len(g):
+                    out._parts = [(g, gw, d, wh)]
+                out._size = len(g)
+        except (ValueError, KeyError, TypeError, struct.error) as exc:
+            raise InputError(f"unreadable eval index: {exc}") from None
+        return out
 
 
 @dataclass(frozen=True)
@@ -99,13 +171,18 @@ class Contamination:
     examples: tuple[tuple[int, int, str], ...] = ()  # (train where, eval where, "exact"/"n-gram")
 
 
+@register_sketch("contamination")
 class ContaminationSketch:
-    """What one part of the training data shares with the eval set."""
+    """What one part of the training data shares with the eval set. The driver's sketch
+    carries the frozen index in its bytes, so every piece (and worker) gets it; the
+    sketches rebuilt from those bytes do not send it back."""
 
     name = "contamination"
 
-    def __init__(self, index: EvalIndex | None, eval_records: int | None = None) -> None:
-        self.index = index
+    def __init__(self, index: EvalIndex | None, eval_records: int | None = None, ship_index: bool = True) -> None:
+        if index is not None and not index.frozen:
+            raise ValueError("freeze the eval index before measuring against it")
+        self.index, self.ship_index = index, ship_index and index is not None
         n = index.records if index is not None else int(eval_records or 0)
         self.leaked = np.zeros(n, dtype=bool)
         self.leaked_exact = np.zeros(n, dtype=bool)
@@ -115,44 +192,45 @@ class ContaminationSketch:
     def add(self, file_index: int, rows: Sequence[int], texts: Sequence[str]) -> None:
         ix = self.index
         if ix is None:
-            raise InputError("a contamination sketch read back from bytes cannot measure more records")
+            raise InputError("a contamination sketch without its eval index cannot measure records")
         if not texts or ix.records == 0:
             return
         w = block_words(texts)
-        hit_rec, hit_eval = [], []
         d = normalised_digests(w)
+        exact = np.zeros(0, np.int64)
+        recs, evals = [], []
         if len(ix.digests):
             pos = np.minimum(np.searchsorted(ix.digests, d), len(ix.digests) - 1)
-            ex = np.flatnonzero((ix.digests[pos] == d) & (d != 0))
-            self.leaked_exact[ix.digest_rec[pos[ex]]] = True
-            self.train_exact += len(ex)
-            hit_rec.append(ex)
-            hit_eval.append(ix.digest_rec[pos[ex]])
+            exact = np.flatnonzero((ix.digests[pos] == d) & (d != 0))
+            self.leaked_exact[ix.digest_rec[pos[exact]]] = True
+            self.train_exact += len(exact)
+            recs.append(exact)
+            evals.append(ix.digest_rec[pos[exact]])
         if len(ix.grams):
             g, rec = shingles(w, ix.ngram, short=False)
             pos = np.minimum(np.searchsorted(ix.grams, g), len(ix.grams) - 1)
             hit = np.flatnonzero(ix.grams[pos] == g)
-            self.leaked[ix.gram_rec[pos[hit]]] = True
-            hit_rec.append(rec[hit])
-            hit_eval.append(ix.gram_rec[pos[hit]])
-        recs, evals = np.concatenate(hit_rec), np.concatenate(hit_eval)
-        if len(recs) == 0:
+            recs.append(rec[hit])
+            evals.append(ix.gram_rec[pos[hit]])
+        r, e = _cat(recs, np.int64), _cat(evals, np.int64)
+        if len(r) == 0:
             return
-        self.leaked[evals] = True
-        o = np.lexsort((evals, recs))  # per train record, its smallest eval record
-        recs, evals = recs[o], evals[o]
-        first = np.concatenate(([True], recs[1:] != recs[:-1]))
+        self.leaked[e] = True
+        o = np.lexsort((e, r))  # per train record, its smallest eval record
+        r, e = r[o], e[o]
+        first = np.concatenate(([True], r[1:] != r[:-1]))
         self.train_records += int(first.sum())
         wh = _wheres(file_index, rows)
-        exact_set = set(hit_rec[0].tolist()) if len(ix.digests) else set()
-        for r, e in zip(recs[first][:KEEP].tolist(), evals[first][:KEEP].tolist(), strict=True):
-            self.examples.append((int(wh[r]), e, int(r in exact_set)))
-        self.examples = sorted(self.examples)[:KEEP]
+        is_exact = np.isin(r[first][:KEEP], exact)
+        self.examples = sorted(self.examples + [
+            (int(wh[t]), int(v), int(x)) for t, v, x in zip(r[first][:KEEP], e[first][:KEEP], is_exact, strict=True)
+        ])[:KEEP]
 
     def merge(self, other: ContaminationSketch) -> ContaminationSketch:
         if len(other.leaked) != len(self.leaked):
             raise InputError("contamination sketches against different eval sets cannot be merged")
-        out = ContaminationSketch(self.index if self.index is not None else other.index, len(self.leaked))
+        out = ContaminationSketch(None, len(self.leaked))
+        out.index = self.index if self.index is not None else other.index
         out.leaked = self.leaked | other.leaked
         out.leaked_exact = self.leaked_exact | other.leaked_exact
         out.train_records = self.train_records + other.train_records
@@ -161,27 +239,25 @@ class ContaminationSketch:
         return out
 
     def to_bytes(self) -> bytes:
-        head = json.dumps({"n": len(self.leaked), "train_records": self.train_records,
-                           "train_exact": self.train_exact, "examples": self.examples}).encode()
-        return b"".join((_MAGIC, struct.pack("<I", len(head)), head, np.packbits(self.leaked).tobytes(),
-                         np.packbits(self.leaked_exact).tobytes()))
+        head = {"n": len(self.leaked), "train_records": self.train_records, "train_exact": self.train_exact,
+                "examples": self.examples}
+        index = self.index.to_bytes() if self.ship_index and self.index is not None else b""
+        return _pack({**head, "index": len(index)}, [np.packbits(self.leaked), np.packbits(self.leaked_exact),
+                                                     np.frombuffer(index, np.uint8)], _MAGIC)
 
     @classmethod
     def from_bytes(cls, b: bytes) -> ContaminationSketch:
         try:
-            if not b.startswith(_MAGIC):
-                raise ValueError("not a contamination sketch")
-            (hl,) = struct.unpack_from("<I", b, len(_MAGIC))
-            at = len(_MAGIC) + 4
-            head = json.loads(b[at:at + hl])
-            n, nb = int(head["n"]), (int(head["n"]) + 7) // 8
-            at += hl
-            if len(b) != at + 2 * nb:
-                raise ValueError("truncated")
-            out = cls(None, n)
-            bits = np.frombuffer(b, np.uint8, 2 * nb, at)
-            out.leaked = np.unpackbits(bits[:nb])[:n].astype(bool)
-            out.leaked_exact = np.unpackbits(bits[nb:])[:n].astype(bool)
+            head, (leaked, exact, index) = _unpack(b, _MAGIC, ("u1", "u1", "u1"))
+            n = int(head["n"])
+            ix = EvalIndex.from_bytes(index.tobytes()) if len(index) else None
+            if ix is not None and ix.records != n:
+                raise ValueError("index and bitmap sizes differ")
+            out = cls(ix, n, ship_index=False)
+            out.leaked = np.unpackbits(leaked)[:n].astype(bool)
+            out.leaked_exact = np.unpackbits(exact)[:n].astype(bool)
+            if len(out.leaked) != n or len(out.leaked_exact) != n:
+                raise ValueError("bitmap too short")
             out.train_records, out.train_exact = int(head["train_records"]), int(head["train_exact"])
             out.examples = [(int(t), int(e), int(x)) for t, e, x in head["examples"]][:KEEP]
         except (ValueError, KeyError, TypeError, struct.error) as exc:
@@ -191,5 +267,5 @@ class ContaminationSketch:
     def result(self, index: EvalIndex) -> Contamination:
         """The findings' numbers; `index` (the one measured against) names the eval records."""
         ex = tuple((t, int(index.wheres[e]), "exact" if x else "n-gram") for t, e, x in self.examples)
-        return Contamination(len(self.leaked) - index.wordless, int(self.leaked.sum()), int(self.leaked_exact.sum()),
-                             self.train_records, self.train_exact, ex)
+        return Contamination(len(self.leaked) - index.wordless, int(self.leaked.sum()),
+                             int(self.leaked_exact.sum()), self.train_records, self.train_exact, ex)

@@ -31,6 +31,7 @@ import numpy as np
 
 from trainproof.model import InputError
 from trainproof.probes.dataset_read import WHERE_BITS
+from trainproof.probes.dataset_summary import register_sketch
 from trainproof.probes.dataset_words import U64, block_words, mix64, shingles
 
 _MAX = np.iinfo(np.uint64).max
@@ -105,6 +106,7 @@ def signatures(sh: np.ndarray, rec: np.ndarray, n: int, bins: int) -> tuple[np.n
     return (m & U64(0xFF)).astype(np.uint8), has
 
 
+@register_sketch("near-dup")
 class NearDupSketch:
     """Signatures of every record added, mergeable across shards and processes."""
 

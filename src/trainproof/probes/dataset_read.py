@@ -119,12 +119,27 @@ def _newlines(data: bytes) -> int:
     return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))
 
 
-def line_blocks(f: Any, file_index: int, tally: ReadTally,
-                max_record: int) -> Iterator[tuple[int, bytes, int]]:
+class _Range:
+    """A file read only from byte `start` up to `end` (the part of one JSONL file one
+    worker measures); `read` returns b"" at `end` as a file does at its end."""
+
+    def __init__(self, f: Any, start: int, end: int) -> None:
+        f.seek(start)
+        self.f, self.left = f, end - start
+
+    def read(self, n: int) -> bytes:
+        block = self.f.read(min(n, self.left))
+        self.left -= len(block)
+        return block
+
+
+def line_blocks(f: Any, file_index: int, tally: ReadTally, max_record: int,
+                line0: int = 1) -> Iterator[tuple[int, bytes, int]]:
     """(first line number, complete lines without the final newline, number of lines);
     a line longer than `max_record` is skipped up to its newline and counted, never
-    buffered. The head of a line that spans blocks waits in `parts` (joined once)."""
-    line_no, parts, held, skipping, first = 1, [], 0, False, True
+    buffered. The head of a line that spans blocks waits in `parts` (joined once).
+    `line0` > 1: `f` starts mid-file at that line (a byte range), so no BOM is stripped."""
+    line_no, parts, held, skipping, first = line0, [], 0, False, line0 == 1
     while block := f.read(BLOCK):
         tally.bytes_read += len(block)
         if first:
@@ -228,18 +243,51 @@ class _BlockDecoder:
 
 
 def read_jsonl(path: Path, file_index: int, field_name: str | None, tally: ReadTally,
-               max_record: int) -> Iterator[Batch]:
+               max_record: int, span: tuple[int, int, int] | None = None) -> Iterator[Batch]:
     """With `field_name`, blocks whose every line is an object with that string field
-    decode straight to a list of strings (the fast path)."""
+    decode straight to a list of strings (the fast path). `span` (start byte, end byte,
+    line number at start) reads one byte range that starts and ends at line boundaries."""
     decode = _BlockDecoder(field_name)
-    with open(path, "rb") as f:
-        for line0, body, n in line_blocks(f, file_index, tally, max_record):
+    with open(path, "rb") as raw:
+        f, line0 = (_Range(raw, span[0], span[1]), span[2]) if span else (raw, 1)
+        for first, body, n in line_blocks(f, file_index, tally, max_record, line0):
             recs = decode(body, n)
             if recs is None:
-                yield _decode_lines(body, line0, file_index, tally)
+                yield _decode_lines(body, first, file_index, tally)
                 continue
-            wheres = range(where(file_index, line0), where(file_index, line0) + n)
+            wheres = range(where(file_index, first), where(file_index, first) + n)
             yield Batch(wheres, texts=recs) if field_name else Batch(wheres, dicts=recs)
+
+
+def line_ranges(path: Path, size: int) -> list[tuple[int, int]]:
+    """(start, end) byte ranges of about `size` bytes covering the file, each starting
+    just after a newline (or at 0), so every line lies in exactly one range."""
+    total = path.stat().st_size
+    cuts = [0]
+    with open(path, "rb") as f:
+        while cuts[-1] + size < total:
+            f.seek(cuts[-1] + size)
+            skipped = 0
+            while block := f.read(BLOCK):  # to the end of the line the nominal cut falls in
+                nl = block.find(b"\n")
+                if nl >= 0:
+                    skipped += nl + 1
+                    break
+                skipped += len(block)
+            if cuts[-1] + size + skipped >= total:
+                break
+            cuts.append(cuts[-1] + size + skipped)
+    return list(zip(cuts, [*cuts[1:], total], strict=True))
+
+
+def count_newlines(path: Path, start: int, end: int) -> int:
+    """Newlines in bytes [start, end): the line numbers a later range starts at."""
+    n = 0
+    with open(path, "rb") as raw:
+        f = _Range(raw, start, end)
+        while block := f.read(4 << 20):
+            n += _newlines(block)
+    return n
 
 
 # ---------------------------------------------------------------- JSON arrays

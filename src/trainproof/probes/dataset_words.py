@@ -6,7 +6,8 @@ Normalisation (declared in rules/preflight_overlap.py's limits): ASCII letters a
 lower-cased (every letter, when the block holds non-ASCII text: Python's str.lower),
 ASCII punctuation, control characters and whitespace separate words and are
 otherwise dropped. Non-ASCII bytes are word characters, so curly quotes stay
-attached to their word.
+attached to their word. A chat record's role names are dropped: its text is what
+its turns say.
 
 Every hash here is stable - the same in every process and on every machine - so
 summaries measured by different workers can be merged. A word's hash is a
@@ -18,6 +19,7 @@ record or per word: a block of ~500 records costs a few dozen numpy calls."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,6 +28,7 @@ import numpy as np
 U64 = np.uint64
 _P = U64(0x9E3779B97F4A7C15)  # odd, so invertible modulo 2**64
 _P_INV = U64(pow(int(_P), -1, 1 << 64))
+_ROLE_TAG = re.compile("(?:^|(?<=[\x00\x1f]))[^\x00\x1e\x1f]*\x1e")
 _SEP = 0  # the byte that joins records in a block (a NUL inside a record is replaced first)
 _SPACE = 32
 
@@ -126,7 +129,12 @@ def _words(texts: Sequence[str]) -> Words:
     rb = np.concatenate(([-1], np.flatnonzero(raw == _SEP), [len(raw)]))
     with np.errstate(over="ignore"):
         digest = mix64(_segment_hashes(raw, rb[:-1] + 1, rb[1:]) + (rb[1:] - rb[:-1]).astype(U64))
-    norm = _LUT[raw] if joined.isascii() else _LUT[np.frombuffer(
+    if "\x1e" in joined:  # chat keys (dataset_shape): "role\x1econtent" per turn; the role is not text
+        joined = _ROLE_TAG.sub(" ", joined)
+        raw_norm = np.frombuffer(joined.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    else:
+        raw_norm = raw
+    norm = _LUT[raw_norm] if joined.isascii() else _LUT[np.frombuffer(
         joined.lower().encode("utf-8", "surrogatepass"), dtype=np.uint8)]
     word = (norm != _SPACE) & (norm != _SEP)
     edge = np.diff(word.astype(np.int8), prepend=0, append=0)

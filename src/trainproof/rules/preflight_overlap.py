@@ -176,6 +176,6 @@ def contamination(s: Preflight) -> list[Finding] | Skip:
                       limit_fail_share=CONTAMINATION.t("fail_share"))]
 
 
-def new_eval_index() -> EvalIndex:
+def new_eval_index(offset: int = 0) -> EvalIndex:
     ngram, cap = contamination_params()
-    return EvalIndex(ngram, cap)
+    return EvalIndex(ngram, cap, offset)
