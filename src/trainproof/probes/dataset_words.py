@@ -157,7 +157,7 @@ def shingles(w: Words, k: int, short: bool) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, dtype=U64), np.zeros(0, dtype=np.int64)
     h = np.zeros(n, dtype=U64)
     with np.errstate(over="ignore"):
-        for t in range(k):  # k passes over the block, each vectorised
+        for t in range(min(k, n)):  # k passes over the block, each vectorised
             same = np.zeros(n, dtype=bool)
             same[: n - t] = w.record[t:] == w.record[: n - t]
             if not same.any():
@@ -166,7 +166,8 @@ def shingles(w: Words, k: int, short: bool) -> tuple[np.ndarray, np.ndarray]:
             part[: n - t] = w.hashes[t:] * _C[t]
             h += np.where(same, part, U64(0))
         full = np.zeros(n, dtype=bool)
-        full[: n - k + 1] = w.record[k - 1:] == w.record[: n - k + 1]
+        if n >= k:
+            full[: n - k + 1] = w.record[k - 1:] == w.record[: n - k + 1]
         if short:
             first = np.concatenate(([True], w.record[1:] != w.record[:-1]))
             full |= first & (w.count[w.record] < k)
