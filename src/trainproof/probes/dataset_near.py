@@ -92,17 +92,17 @@ def signatures(sh: np.ndarray, rec: np.ndarray, n: int, bins: int) -> tuple[np.n
     m = m.reshape(n, bins)[has]
     empty = m == _MAX
     if empty.any():
-        col = np.arange(bins, dtype=np.int64)
-        big = np.int64(4 * bins)
+        col = np.arange(bins, dtype=np.int16)  # bins <= 1024: int16 quarters the memory traffic
+        big = np.int16(4 * bins)
         twice = np.concatenate((np.where(empty, big, col), np.where(empty, big, col + bins)), axis=1)
         right = np.minimum.accumulate(twice[:, ::-1], axis=1)[:, ::-1][:, :bins]  # first non-empty >= j
         twice = np.concatenate((np.where(empty, -big, col - bins), np.where(empty, -big, col)), axis=1)
         left = np.maximum.accumulate(twice, axis=1)[:, bins:]  # last non-empty <= j
         src = np.where(_DIRECTION[:bins], right, left)
         dist = np.abs(src - col)
-        rows = np.arange(len(has))[:, None]
+        flat = (np.arange(len(has), dtype=np.int64) * bins)[:, None] + src % bins
         with np.errstate(over="ignore"):
-            m = m[rows, src % bins] + dist.astype(U64) * _STEP
+            m = np.take(m, flat) + dist.astype(U64) * _STEP
     return (m & U64(0xFF)).astype(np.uint8), has
 
 
@@ -122,7 +122,7 @@ class NearDupSketch:
     def add(self, file_index: int, rows: Sequence[int], texts: Sequence[str]) -> None:
         if not texts:
             return
-        w = block_words(texts)
+        w = block_words(texts, exact=True)
         sh, rec = shingles(w, self.params.shingle, short=True)
         sig, has = signatures(sh, rec, len(texts), self.params.bins)
         row = np.asarray(rows, dtype=np.int64)[has]

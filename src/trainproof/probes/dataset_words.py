@@ -96,39 +96,42 @@ class Words:
     hashes: np.ndarray  # uint64
     record: np.ndarray  # int64, non-decreasing
     count: np.ndarray  # int64, per record
-    raw: np.ndarray  # uint64, per record
+    raw: np.ndarray  # uint64, per record (zeros unless asked for)
 
 
-def block_words(texts: Sequence[str]) -> Words:
+def block_words(texts: Sequence[str], exact: bool = False) -> Words:
     """The words of `texts`, in pieces of at most SPAN characters (a record longer than
-    that is hashed on its first SPAN characters: declared in the rules' limits)."""
+    that is hashed on its first SPAN characters: declared in the rules' limits). With
+    `exact`, also each record's exact-text digest (`raw`; else zeros)."""
     total = sum(map(len, texts)) + len(texts)
     if total <= SPAN:
-        return _words(texts)
+        return _words(texts, exact)
     texts = [t if len(t) <= SPAN else t[:SPAN] for t in texts]
     pieces: list[Words] = []
     size = start = 0
     for i, t in enumerate(texts):
         if size and size + len(t) > SPAN:
-            pieces.append(_words(texts[start:i]))
+            pieces.append(_words(texts[start:i], exact))
             start, size = i, 0
         size += len(t) + 1
-    pieces.append(_words(texts[start:]))
+    pieces.append(_words(texts[start:], exact))
     offsets = np.cumsum([0] + [len(p.count) for p in pieces[:-1]])
     return Words(np.concatenate([p.hashes for p in pieces]),
                  np.concatenate([p.record + o for p, o in zip(pieces, offsets, strict=True)]),
                  np.concatenate([p.count for p in pieces]), np.concatenate([p.raw for p in pieces]))
 
 
-def _words(texts: Sequence[str]) -> Words:
+def _words(texts: Sequence[str], exact: bool) -> Words:
     n = len(texts)
     joined = "\x00".join(texts)
     if joined.count("\x00") != n - 1 if n else False:  # a NUL inside a record: make it a space
         joined = "\x00".join(t.replace("\x00", " ") for t in texts)
     raw = np.frombuffer(joined.encode("utf-8", "surrogatepass"), dtype=np.uint8)
-    rb = np.concatenate(([-1], np.flatnonzero(raw == _SEP), [len(raw)]))
-    with np.errstate(over="ignore"):
-        digest = mix64(_segment_hashes(raw, rb[:-1] + 1, rb[1:]) + (rb[1:] - rb[:-1]).astype(U64))
+    digest = np.zeros(n, dtype=U64)
+    if exact:
+        rb = np.concatenate(([-1], np.flatnonzero(raw == _SEP), [len(raw)]))
+        with np.errstate(over="ignore"):
+            digest = mix64(_segment_hashes(raw, rb[:-1] + 1, rb[1:]) + (rb[1:] - rb[:-1]).astype(U64))
     if "\x1e" in joined:  # chat keys (dataset_shape): "role\x1econtent" per turn; the role is not text
         joined = _ROLE_TAG.sub(" ", joined)
         raw_norm = np.frombuffer(joined.encode("utf-8", "surrogatepass"), dtype=np.uint8)
@@ -145,34 +148,35 @@ def _words(texts: Sequence[str]) -> Words:
     return Words(hashes, record.astype(np.int64), np.bincount(record, minlength=n).astype(np.int64), digest)
 
 
-_C = mix64(np.arange(1, 65, dtype=U64))  # per-position multipliers: "a b c" != "c b a"
+def _spans(w: Words, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Hash of the word runs [starts[i], ends[i]) - the words' polynomial, as for bytes."""
+    with np.errstate(over="ignore"):
+        s = np.zeros(len(w.hashes) + 1, dtype=U64)
+        np.cumsum(w.hashes * _powers(_P, len(w.hashes)), dtype=U64, out=s[1:])
+        return mix64((s[ends] - s[starts]) * _powers(_P_INV, len(w.hashes) + 1)[starts]
+                     + (ends - starts).astype(U64))
 
 
 def shingles(w: Words, k: int, short: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(hash, record) of every run of `k` consecutive words inside one record. With
-    `short`, a record of 1..k-1 words gets one shingle of all its words, so it still
-    has a signature; without, it gets none."""
+    """(hash, record) of every run of `k` consecutive words inside one record (word
+    order counts). With `short`, a record of 1..k-1 words gets one shingle of all its
+    words, so it still has a signature; without, it gets none."""
     n = len(w.hashes)
-    if n == 0:
+    starts = np.zeros(0, dtype=np.int64)
+    if n >= k:
+        starts = np.flatnonzero(w.record[k - 1:] == w.record[: n - k + 1])
+    ends = starts + k
+    if short:
+        first = np.cumsum(w.count) - w.count
+        few = np.flatnonzero((w.count > 0) & (w.count < k))
+        if len(few):
+            starts = np.concatenate((starts, first[few]))
+            ends = np.concatenate((ends, first[few] + w.count[few]))
+            o = np.argsort(starts, kind="stable")
+            starts, ends = starts[o], ends[o]
+    if len(starts) == 0:
         return np.zeros(0, dtype=U64), np.zeros(0, dtype=np.int64)
-    h = np.zeros(n, dtype=U64)
-    with np.errstate(over="ignore"):
-        for t in range(min(k, n)):  # k passes over the block, each vectorised
-            same = np.zeros(n, dtype=bool)
-            same[: n - t] = w.record[t:] == w.record[: n - t]
-            if not same.any():
-                break
-            part = np.zeros(n, dtype=U64)
-            part[: n - t] = w.hashes[t:] * _C[t]
-            h += np.where(same, part, U64(0))
-        full = np.zeros(n, dtype=bool)
-        if n >= k:
-            full[: n - k + 1] = w.record[k - 1:] == w.record[: n - k + 1]
-        if short:
-            first = np.concatenate(([True], w.record[1:] != w.record[:-1]))
-            full |= first & (w.count[w.record] < k)
-        keep = np.flatnonzero(full)
-        return mix64(h[keep] + U64(k)), w.record[keep]
+    return _spans(w, starts, ends), w.record[starts]
 
 
 def normalised_digests(w: Words) -> np.ndarray:
@@ -183,12 +187,6 @@ def normalised_digests(w: Words) -> np.ndarray:
     if len(w.hashes) == 0:
         return out
     ends = np.cumsum(w.count)
-    starts = ends - w.count
-    with np.errstate(over="ignore"):
-        pw = _powers(_P, len(w.hashes))
-        s = np.zeros(len(w.hashes) + 1, dtype=U64)
-        np.cumsum(w.hashes * pw, dtype=U64, out=s[1:])
-        d = (s[ends] - s[starts]) * _powers(_P_INV, len(w.hashes) + 1)[starts]
-        out[:] = mix64(d + w.count.astype(U64))
+    out[:] = _spans(w, ends - w.count, ends)
     out[w.count == 0] = 0
     return out
