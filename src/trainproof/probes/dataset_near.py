@@ -192,10 +192,14 @@ def _candidates(sigs: np.ndarray, bands: int, rows: int) -> tuple[np.ndarray, np
     bucket of m records gives m - 1 pairs, never m^2 / 2."""
     n = len(sigs)
     found = []
+    words = sigs.view("<u8") if rows == 8 and sigs.flags.c_contiguous else None  # 8 bytes: one key
     for band in range(bands):
-        key = np.zeros(n, dtype=U64)
-        for t in range(rows):
-            key |= sigs[:, band * rows + t].astype(U64) << U64(8 * t)
+        if words is not None:
+            key = words[:, band].copy()
+        else:
+            key = np.zeros(n, dtype=U64)
+            for t in range(rows):
+                key |= sigs[:, band * rows + t].astype(U64) << U64(8 * t)
         o = np.argsort(key, kind="stable")  # stable: a bucket lists its records in id order
         k = key[o]
         same = k[1:] == k[:-1]
