@@ -220,7 +220,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data", type=Path)
     ap.add_argument("--contenders", default="trainproof,rensa",
-                    help="comma-separated: trainproof, rensa, datasketch; or all")
+                    help="comma-separated: trainproof, rensa, datasketch; all; or none (with --cli)")
     ap.add_argument("--cli", action="store_true", help="also time `preflight` plain, --near-dup and --eval")
     ap.add_argument("--eval", type=Path, help="the eval set for the --eval timing")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -232,7 +232,8 @@ def main() -> int:
         print(json.dumps(r))
         return 0
     truth = json.loads(Path(str(a.data) + ".near.json").read_text())
-    names = ["trainproof", "rensa", "datasketch"] if a.contenders == "all" else a.contenders.split(",")
+    names = (["trainproof", "rensa", "datasketch"] if a.contenders == "all"
+             else [n for n in a.contenders.split(",") if n and n != "none"])
     ours = None
     for name in names:
         r = child(name, a.data)

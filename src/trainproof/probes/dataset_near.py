@@ -140,9 +140,20 @@ class NearDupSketch:
     def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if not self._ids:
             return (np.zeros(0, np.int64), np.zeros(0, U64), np.zeros((0, self.params.bins), np.uint8))
-        ids, raw, sigs = np.concatenate(self._ids), np.concatenate(self._raw), np.concatenate(self._sigs)
-        order = np.argsort(ids, kind="stable")
-        self._ids, self._raw, self._sigs = [ids[order]], [raw[order]], [sigs[order]]
+        if len(self._ids) > 1:
+            ids, raw = np.concatenate(self._ids), np.concatenate(self._raw)
+            sigs = np.empty((len(ids), self.params.bins), dtype=np.uint8)
+            at = 0
+            parts, self._sigs = self._sigs[::-1], []
+            while parts:  # copy block by block, freeing each: peak is one copy, not two
+                part = parts.pop()
+                sigs[at:at + len(part)] = part
+                at += len(part)
+            self._ids, self._raw, self._sigs = [ids], [raw], [sigs]
+        ids, raw, sigs = self._ids[0], self._raw[0], self._sigs[0]
+        if len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):  # pieces merged out of order
+            order = np.argsort(ids, kind="stable")
+            self._ids, self._raw, self._sigs = [ids[order]], [raw[order]], [sigs[order]]
         return self._ids[0], self._raw[0], self._sigs[0]
 
     def to_bytes(self) -> bytes:
