@@ -208,12 +208,63 @@ def test_stable_digests_agree_across_processes(tmp_path):
 def _has(module: str) -> bool:
     import importlib.util
 
-    return importlib.util.find_spec(module) is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # the parent package is missing
+        return False
 
 
 def test_engine_options_are_checked(capsys, sharded):
     assert report(capsys, str(sharded), "--address", "tcp://x:1")[0] == 2
     assert report(capsys, str(sharded), "--workers", "0")[0] == 2
+
+
+class LengthSketch:
+    """A test sketch: per text-length bucket, how many records and the smallest
+    RecordId. Primed with a bucket width (data every worker must get from the driver)."""
+
+    name = "test-lengths"
+
+    def __init__(self, width: int, buckets: dict | None = None) -> None:
+        self.width, self.buckets = width, buckets or {}
+
+    def add(self, file_index, rows, texts) -> None:
+        for row, t in zip(rows, texts, strict=True):
+            n, first = self.buckets.get(len(t) // self.width, (0, (file_index, row)))
+            self.buckets[len(t) // self.width] = (n + 1, min(first, (file_index, row)))
+
+    def merge(self, other: LengthSketch) -> LengthSketch:
+        out = dict(self.buckets)
+        for k, (n, first) in other.buckets.items():
+            m, f = out.get(k, (0, first))
+            out[k] = (m + n, min(f, first))
+        return LengthSketch(self.width, out)
+
+    def to_bytes(self) -> bytes:
+        return json.dumps([self.width, sorted([k, n, list(f)] for k, (n, f) in self.buckets.items())]).encode()
+
+    @classmethod
+    def from_bytes(cls, b: bytes) -> LengthSketch:
+        width, items = json.loads(b)
+        return cls(width, {k: (n, tuple(f)) for k, n, f in items})
+
+
+def test_sketches_are_primed_shipped_and_merged_the_same_everywhere(sharded):
+    one = measure_dataset(sharded, None, 1 << 20, sketches=[LengthSketch(40)])
+    engines = [lambda: Processes(2, range_bytes=500)]
+    if _has("dask.distributed"):
+        from trainproof.probes.dataset_engines import Dask
+
+        engines.append(lambda: Dask(2, None, range_bytes=500))
+    for make in engines:
+        with make() as eng:
+            other = measure_dataset(sharded, None, 1 << 20, engine=eng, sketches=[LengthSketch(40)])
+        assert [s.to_bytes() for s in other.sketches] == [s.to_bytes() for s in one.sketches]
+        assert other.duplicates == one.duplicates and other.tallies == one.tallies
+        if eng.partitioned:  # Dask: duplicates counted per hash partition on the workers
+            assert other.timing["partitions"] >= 4
+    (sk,) = one.sketches
+    assert sum(n for n, _ in sk.buckets.values()) == one.judged and sk.width == 40
 
 
 # ---------------------------------------------------------------- real clusters
@@ -223,6 +274,16 @@ def test_dask_local_cluster_gives_the_identical_report(sharded, single, capsys):
     pytest.importorskip("dask.distributed")
     code, out = report(capsys, str(sharded), "--engine", "dask", "--workers", "2")
     assert (code, json.loads(out)) == single
+
+
+def test_dask_reports_an_unreadable_shard_as_one_process_does(tmp_path, capsys):
+    pytest.importorskip("dask.distributed")
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "a.jsonl").write_text('{"text": "a"}\n')
+    (d / "b.parquet").write_bytes(b"PAR1" + b"\x00" * 64)
+    one = report(capsys, str(d))
+    assert report(capsys, str(d), "--engine", "dask", "--workers", "2") == one and one[0] == 2
 
 
 @pytest.mark.skipif(os.environ.get("TRAINPROOF_TEST_RAY") == "0", reason="TRAINPROOF_TEST_RAY=0")

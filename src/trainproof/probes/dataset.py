@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from trainproof import __version__
 from trainproof.files import require_regular
+from trainproof.model import InputError
 from trainproof.probes.dataset_read import (
     WHERE_BITS,
     Batch,
@@ -50,7 +52,9 @@ from trainproof.probes.dataset_summary import (
     Duplicates,
     Sketch,
     digester,
-    sketch_from_bytes,
+    register,
+    sketch_from_ref,
+    sketch_ref,
     stable_hash_name,
 )
 
@@ -155,16 +159,18 @@ class Piece:
 class PieceSpec:
     """What every piece is measured with, decided once by the driver so all agree: the
     shape (from the first shard's sample), the record cap, the digest, and the empty
-    sketches (as bytes: a sketch may carry data every worker needs, e.g. eval n-grams)."""
+    sketches (class reference and bytes: a sketch may carry data every worker needs,
+    e.g. the eval set's n-grams)."""
 
     shape: Shape
     max_record: int
     hash_name: str
     sketches: tuple[tuple[str, bytes], ...] = ()
+    version: str = __version__  # the driver's: a worker on another version refuses the piece
 
 
 def _fresh_sketches(spec: PieceSpec) -> list[Sketch]:
-    return [sketch_from_bytes(name, b) for name, b in spec.sketches]
+    return [sketch_from_ref(ref, b) for ref, b in spec.sketches]
 
 
 def measure_piece(piece: Piece, spec: PieceSpec, visitor: Visitor | None = None,
@@ -172,6 +178,9 @@ def measure_piece(piece: Piece, spec: PieceSpec, visitor: Visitor | None = None,
     """One streaming pass over one piece; `visitor` sees each block's units (for
     tokenizer checks, one process only)."""
     t0 = time.process_time()
+    if spec.version != __version__:
+        raise InputError(f"a worker runs trainproof {__version__}, the driver {spec.version}: "
+                         "install the same version everywhere")
     digest = digester(spec.hash_name)
     inspector = Inspector(spec.shape, want_units=visitor is not None)
     out = DatasetSummary(spec.hash_name, tallies=inspector.tallies, sketches=_fresh_sketches(spec))
@@ -267,18 +276,22 @@ def _measure(path: Path, text_field: str | None, max_record: int, visitor: Visit
         return DatasetMeasurement(records=0, judged=0, read=ReadTally(), **base)  # type: ignore[arg-type]
     # No record decoded at all: still read everything, so the report can say what the lines are.
     shape = shape or Shape("text", ("text",))
-    protos = tuple((sk.name, sk.to_bytes()) for sk in sketches)
+    for sk in sketches:
+        register(sk)
+    protos = tuple((sketch_ref(sk), sk.to_bytes()) for sk in sketches)
     timing = {"plan": time.perf_counter() - t0}
     if engine is None:
         spec = PieceSpec(shape, max_record, LOCAL_HASH, protos)
+        dups = None
         summary = _here([Piece(i, str(f), k) for i, (f, k) in enumerate(zip(files, kinds, strict=True))],
                         spec, visitor, progress)
         timing["measure"] = time.perf_counter() - t0 - timing["plan"]
     else:
         spec = PieceSpec(shape, max_record, stable_hash_name(), protos)
-        summary = engine.run(files, kinds, spec, timing)
+        summary, dups = engine.run(files, kinds, spec, timing)
     t1 = time.perf_counter()
-    dups = summary.duplicates()
+    if dups is None:
+        dups = summary.duplicates()
     timing["duplicates"] = time.perf_counter() - t1
     return DatasetMeasurement(records=summary.records, judged=summary.judged, read=summary.read,
                               tallies=summary.tallies, duplicates=dups, seconds=time.perf_counter() - t0,
@@ -299,5 +312,5 @@ def _here(pieces: list[Piece], spec: PieceSpec, visitor: Visitor | None,
     for piece in pieces:
         part = measure_piece(piece, spec, visitor, step)
         done[1] += part.read.bytes_read
-        summary = summary.merge(part)
+        summary.absorb(part)
     return summary

@@ -13,8 +13,10 @@ process, see `stable_digests`), unlike Python's per-process `hash()`.
 Summaries travel as bytes: a JSON header plus raw little-endian int64 arrays. Reading
 them back parses JSON and copies numbers; nothing is unpickled, so a worker's output
 cannot run code in the process that merges it. Sketches (checks that need more than
-counters, such as near-duplicates) implement `Sketch` and register their class with
-`register_sketch` so `from_bytes` can find it by name."""
+counters, such as near-duplicates) implement `Sketch`; the driver ships primed empty
+sketches to workers by class reference (`sketch_from_ref`), and rebuilds the ones
+that come back by name from its registry (`register_sketch`, or `register` for the
+sketches it primed itself)."""
 
 from __future__ import annotations
 
@@ -83,22 +85,37 @@ def register_sketch(name: str) -> Callable[[type[S]], type[S]]:
     return deco
 
 
-# Where the built-in sketches live: a worker process imports the module on first use
-# (registering happens at import, and a fresh worker has imported none of them).
-_BUILT_IN = {"near-dup": "trainproof.probes.dataset_near",
-             "eval-index": "trainproof.probes.dataset_contamination",
-             "contamination": "trainproof.probes.dataset_contamination"}
-
-
 def sketch_from_bytes(name: str, b: bytes) -> Sketch:
-    """A registered sketch rebuilt from its bytes (InputError for an unknown name)."""
-    if name not in _SKETCHES and name in _BUILT_IN:
-        import importlib
-
-        importlib.import_module(_BUILT_IN[name])
+    """A registered sketch rebuilt from its bytes (InputError for an unknown name).
+    Summaries coming back from workers are rebuilt only through this registry: their
+    bytes never choose what code runs here."""
     if name not in _SKETCHES:
         raise InputError(f"unknown sketch {name!r}: the driver and its workers run different trainproof versions")
     return _SKETCHES[name](b)
+
+
+def sketch_ref(sk: Sketch) -> str:
+    """Where a sketch's class lives ("module:Class"), for a worker to import it."""
+    return f"{type(sk).__module__}:{type(sk).__qualname__}"
+
+
+def sketch_from_ref(ref: str, b: bytes) -> Sketch:
+    """A sketch the driver primed, rebuilt on a worker: the driver names the class (it
+    already decides what code workers run), the worker imports and registers it."""
+    import importlib
+
+    module, _, qual = ref.partition(":")
+    cls = importlib.import_module(module)
+    for part in qual.split("."):
+        cls = getattr(cls, part)
+    sk = cls.from_bytes(b)
+    _SKETCHES.setdefault(sk.name, cls.from_bytes)
+    return sk
+
+
+def register(sk: Sketch) -> None:
+    """Let summaries carrying `sk`'s kind be parsed in this process."""
+    _SKETCHES.setdefault(sk.name, type(sk).from_bytes)
 
 
 # ---------------------------------------------------------------- stable digests
@@ -206,15 +223,20 @@ class Duplicates:
 
 
 def duplicates_of(chunks: Sequence[tuple[np.ndarray, np.ndarray]], blank: dict[int, int],
-                  keep: int = KEEP) -> Duplicates:
+                  keep: int = KEEP, consume: bool = False) -> Duplicates:
     """Exact duplicates among (digests, wheres) chunks. Each chunk's wheres ascend and
     chunks cover disjoint ranges, so ordering chunks by their first where puts every
     record in file order; a stable sort by digest then starts each group at its first
-    occurrence. `blank` counts the records per blank key's digest."""
-    chunks = sorted((c for c in chunks if len(c[0])), key=lambda c: int(c[1][0]))
+    occurrence. `blank` counts the records per blank key's digest. `consume` empties
+    the `chunks` list once its arrays are joined (peak memory: one copy, not two)."""
+    given, chunks = chunks, sorted((c for c in chunks if len(c[0])), key=lambda c: int(c[1][0]))
     if not chunks:
         return Duplicates()
     d = np.concatenate([c[0] for c in chunks]) if len(chunks) > 1 else chunks[0][0]
+    w = np.concatenate([c[1] for c in chunks]) if len(chunks) > 1 else chunks[0][1]
+    if consume and isinstance(given, list):  # the blocks are copied: free them before sorting
+        given.clear()
+        chunks.clear()
     order = np.argsort(d, kind="stable")
     ds = d[order]
     del d
@@ -224,7 +246,6 @@ def duplicates_of(chunks: Sequence[tuple[np.ndarray, np.ndarray]], blank: dict[i
     if n_dup == 0:
         return Duplicates()
     distinct = int(np.count_nonzero(same & ~np.concatenate(([False], same[:-1]))))
-    w = np.concatenate([c[1] for c in chunks]) if len(chunks) > 1 else chunks[0][1]
     pos = np.flatnonzero(same) + 1
     starts = np.flatnonzero(np.concatenate(([True], ~same)))
     first = starts[np.searchsorted(starts, pos, side="right") - 1]
@@ -259,25 +280,36 @@ class DatasetSummary:
     seconds: float = 0.0  # CPU-side time spent measuring (summed over pieces)
 
     def merge(self, other: DatasetSummary) -> DatasetSummary:
+        """A new summary of both (neither is changed)."""
+        out = DatasetSummary(self.hash_name, self.records, self.judged, merge_read(self.read, ReadTally()),
+                             dict(self.tallies), list(self.chunks), dict(self.blank), list(self.sketches),
+                             self.seconds)
+        return out.absorb(other)
+
+    def absorb(self, other: DatasetSummary) -> DatasetSummary:
+        """Merge `other` into this summary in place (chunk lists are extended, not
+        copied: merging thousands of shards one by one stays linear); returns self."""
         if other.hash_name != self.hash_name:
             raise InputError(f"cannot merge dataset summaries hashed with {self.hash_name} and "
                              f"{other.hash_name}: every worker needs the same trainproof install")
         mine = {s.name: s for s in self.sketches}
-        theirs = {s.name: s for s in other.sketches}
-        sketches = [mine[n].merge(theirs[n]) if n in mine and n in theirs else mine.get(n) or theirs[n]
-                    for n in sorted(mine.keys() | theirs.keys())]
-        blank = dict(self.blank)
+        for s in other.sketches:
+            mine[s.name] = mine[s.name].merge(s) if s.name in mine else s
+        self.sketches = [mine[n] for n in sorted(mine)]
         for k, v in other.blank.items():
-            blank[k] = blank.get(k, 0) + v
-        return DatasetSummary(
-            self.hash_name, self.records + other.records, self.judged + other.judged,
-            merge_read(self.read, other.read),
-            {p: merge_tally(self.tallies.get(p, Tally()), other.tallies.get(p, Tally()))
-             for p in sorted(self.tallies.keys() | other.tallies.keys())},
-            [*self.chunks, *other.chunks], blank, sketches, self.seconds + other.seconds)
+            self.blank[k] = self.blank.get(k, 0) + v
+        self.records += other.records
+        self.judged += other.judged
+        self.read = merge_read(self.read, other.read)
+        self.tallies = {p: merge_tally(self.tallies.get(p, Tally()), other.tallies.get(p, Tally()))
+                        for p in sorted(self.tallies.keys() | other.tallies.keys())}
+        self.chunks.extend(other.chunks)
+        self.seconds += other.seconds
+        return self
 
     def duplicates(self) -> Duplicates:
-        return duplicates_of(self.chunks, self.blank)
+        """Exact duplicates; the digests are consumed (this is the summary's last use)."""
+        return duplicates_of(self.chunks, self.blank, consume=True)
 
     def partitions(self, n: int) -> list[tuple[list[tuple[np.ndarray, np.ndarray]], dict[int, int]]]:
         """The digest chunks (and blank-key counts) split into `n` (a power of two)
