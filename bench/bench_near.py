@@ -209,6 +209,8 @@ def cli(path: Path, *extra: str) -> dict:
                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(SRC)}, check=False)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if not out.stdout.strip():
+        raise SystemExit(f"preflight {' '.join(extra)} failed: {out.stderr.strip()[-500:]}")
     doc = json.loads(out.stdout)
     return {"wall_s": round(wall, 2), "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime
                                                      - before.ru_stime, 2),

@@ -298,13 +298,17 @@ def test_api_takes_eval_sets_and_near_dup(tmp_path):
     assert "TP-PRE-EVAL-CONTAMINATION" in ids
 
 
-def test_workers_give_the_identical_report(tmp_path, capsys):
+@pytest.mark.parametrize("mode", [("--workers", "2"), ("--engine", "dask", "--workers", "2")],
+                         ids=["processes", "dask"])
+def test_workers_give_the_identical_report(tmp_path, capsys, mode):
     from .test_preflight_scale import make_sharded
 
+    if "dask" in mode:
+        pytest.importorskip("dask.distributed")
     make_sharded(tmp_path)
     argv = (str(tmp_path / "train"), "--near-dup", "--eval", str(tmp_path / "eval.jsonl"))
     one = main(["preflight", *argv, "--json"]), capsys.readouterr().out
-    two = main(["preflight", *argv, "--workers", "2", "--json"]), capsys.readouterr().out
+    two = main(["preflight", *argv, *mode, "--json"]), capsys.readouterr().out
     assert one == two
     f = found(json.loads(one[1]))
     assert {"TP-PRE-NEAR-DUPLICATE", "TP-PRE-EVAL-CONTAMINATION"} <= set(f)
