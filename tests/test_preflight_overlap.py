@@ -139,8 +139,8 @@ def test_s_curve_matches_the_declared_rates():
 
 
 def test_case_and_spacing_do_not_change_a_signature():
-    a = "The Quick brown fox, jumps over the lazy dog; again and AGAIN."
-    b = "the quick   brown fox jumps over\tthe lazy dog again and again"
+    a = "The Quick brown fox, jumps over the lazy dog; again and AGAIN in der STRASSE."
+    b = "the quick   brown fox jumps over\tthe lazy dog again and again in der straße"
     w = block_words([a, b], exact=True)
     d = normalised_digests(w)
     assert d[0] == d[1]

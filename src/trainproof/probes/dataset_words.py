@@ -2,12 +2,12 @@
 first step of near-duplicate detection (MinHash) and train/eval contamination
 (long n-gram overlap).
 
-Normalisation (declared in rules/preflight_overlap.py's limits): ASCII letters are
-lower-cased (every letter, when the block holds non-ASCII text: Python's str.lower),
-ASCII punctuation, control characters and whitespace separate words and are
-otherwise dropped. Non-ASCII bytes are word characters, so curly quotes stay
-attached to their word. A chat record's role names are dropped: its text is what
-its turns say.
+Normalisation (declared in rules/preflight_overlap.py's limits): letters are
+case-folded (ASCII by a lookup table; a block with non-ASCII text goes through Unicode
+case folding, str.casefold, so "STRASSE" matches "straße"), ASCII punctuation,
+control characters and whitespace separate words and are otherwise dropped.
+Non-ASCII bytes are word characters, so curly quotes stay attached to their word. A
+chat record's role names are dropped: its text is what its turns say.
 
 Every hash here is stable - the same in every process and on every machine - so
 summaries measured by different workers can be merged. A word's hash is a
@@ -138,7 +138,7 @@ def _words(texts: Sequence[str], exact: bool) -> Words:
     else:
         raw_norm = raw
     norm = _LUT[raw_norm] if joined.isascii() else _LUT[np.frombuffer(
-        joined.lower().encode("utf-8", "surrogatepass"), dtype=np.uint8)]
+        joined.casefold().encode("utf-8", "surrogatepass"), dtype=np.uint8)]
     word = (norm != _SPACE) & (norm != _SEP)
     edge = np.diff(word.astype(np.int8), prepend=0, append=0)
     starts, ends = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)

@@ -15,7 +15,7 @@ from trainproof.probes.dataset_read import unpack
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.preflight import G, Preflight, location, place
 
-_NORMALISED = ("Texts are compared normalised: lower-cased, ASCII punctuation and whitespace "
+_NORMALISED = ("Texts are compared normalised: case-folded (Unicode), ASCII punctuation and whitespace "
                "collapsed to single word breaks (non-ASCII punctuation such as curly quotes stays part "
                "of its word); a chat record is its turns' contents; a record longer than 1 MiB "
                "characters is compared on its first 1 MiB.")
