@@ -82,15 +82,13 @@ def run_trainproof(path: Path) -> dict:
     for rows, texts in _blocks(path):
         sk.add(0, rows, texts)
     t1 = time.perf_counter()
-    ids, raw, sigs = sk._arrays()
-    a, b = dn._candidates(sigs, BANDS, ROWS)
-    sim = dn._similarity(sigs, a, b)
+    ids, raw, a, b, sim = sk.pairs()
     ok = sim >= THRESHOLD
-    res = sk.result()
+    count, _ = dn._count(raw, a[ok], b[ok])
     t2 = time.perf_counter()
     keep = ok & (raw[a] != raw[b])
     lines = ids & ((1 << 40) - 1)
-    return {"sketch_s": t1 - t0, "analyse_s": t2 - t1, "count": res.count, "candidates": len(a),
+    return {"sketch_s": t1 - t0, "analyse_s": t2 - t1, "count": count, "candidates": len(a),
             "pairs": np.stack([lines[a[keep]], lines[b[keep]]], axis=1).tolist(),
             "all_pairs": np.stack([lines[a[ok]], lines[b[ok]]], axis=1).tolist()}
 
@@ -230,7 +228,9 @@ def main() -> int:
     if a.child:
         fn = {"trainproof": run_trainproof, "rensa": run_rensa, "datasketch": run_datasketch}[a.child]
         r = fn(a.data)
-        r["peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        r["peak_mb"] = round(ru.ru_maxrss / 1024)
+        r["cpu_s"] = round(ru.ru_utime + ru.ru_stime, 1)
         print(json.dumps(r))
         return 0
     truth = json.loads(Path(str(a.data) + ".near.json").read_text())
@@ -249,7 +249,8 @@ def main() -> int:
             both = len(set(ours) & set(s["flagged"]))
             either = len(set(ours) | set(s["flagged"]))
             agree = f" agreement (records flagged by both / either): {both / max(1, either):.4f}"
-        print(f"{name}: sketch {r['sketch_s']:.1f}s analyse {r['analyse_s']:.1f}s peak {r['peak_mb']} MB "
+        print(f"{name}: sketch {r['sketch_s']:.1f}s analyse {r['analyse_s']:.1f}s (wall) cpu {r['cpu_s']}s "
+              f"peak {r['peak_mb']} MB "
               f"candidates {r['candidates']} near pairs {s['near_pairs']} recall {s['recall']:.4f} "
               f"precision {s['precision']:.4f}{agree}", flush=True)
     if a.cli:

@@ -312,3 +312,15 @@ def test_workers_give_the_identical_report(tmp_path, capsys, mode):
     assert one == two
     f = found(json.loads(one[1]))
     assert {"TP-PRE-NEAR-DUPLICATE", "TP-PRE-EVAL-CONTAMINATION"} <= set(f)
+
+
+def test_signature_chunks_do_not_change_the_result(monkeypatch):
+    from trainproof.probes import dataset_near
+
+    texts, _, _ = make_near(900, seed=21)
+    whole = _sketches(texts, 3)
+    one = whole[0].merge(whole[1]).merge(whole[2]).result(keep=50)
+    monkeypatch.setattr(dataset_near, "CHUNK", 7)  # blocks of 300 rows now straddle many chunks
+    parts = _sketches(texts, 3)
+    assert len(parts[0]._rows.chunks) > 40
+    assert parts[2].merge(parts[0]).merge(parts[1]).result(keep=50) == one

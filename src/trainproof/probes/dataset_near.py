@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -106,6 +106,61 @@ def signatures(sh: np.ndarray, rec: np.ndarray, n: int, bins: int) -> tuple[np.n
     return (m & U64(0xFF)).astype(np.uint8), has
 
 
+CHUNK = 1 << 16  # signature rows per storage chunk (8 MiB at 128 bins)
+
+
+class _Rows:
+    """Signature rows in fixed-size chunks: appending never copies what is stored, and
+    nothing is ever concatenated into one array (which would double the peak, and with
+    many small blocks the heap would keep both)."""
+
+    def __init__(self, bins: int, chunks: list[np.ndarray] | None = None) -> None:
+        self.bins = bins
+        self.chunks = chunks or []  # full chunks, then the last one's first `fill` rows
+        self.fill = len(self.chunks[-1]) if self.chunks else CHUNK
+
+    def append(self, sig: np.ndarray) -> None:
+        at = 0
+        while at < len(sig):
+            if not self.chunks or self.fill == len(self.chunks[-1]):
+                self.chunks.append(np.empty((CHUNK, self.bins), dtype=np.uint8))
+                self.fill = 0
+            last = self.chunks[-1]
+            k = min(len(sig) - at, len(last) - self.fill)
+            last[self.fill:self.fill + k] = sig[at:at + k]
+            self.fill += k
+            at += k
+
+    def parts(self) -> list[np.ndarray]:
+        """The stored rows, chunk by chunk (the last one trimmed)."""
+        if not self.chunks:
+            return []
+        return [*self.chunks[:-1], self.chunks[-1][:self.fill]]
+
+    def key(self, band: int, rows: int) -> np.ndarray:
+        """Band `band`'s rows bytes as one integer per record, in storage order."""
+        out = []
+        for p in self.parts():
+            if rows == 8:  # 8 one-byte rows are one little-endian 64-bit word of the row
+                out.append(p.view("<u8")[:, band])
+            else:
+                k = np.zeros(len(p), dtype=U64)
+                for t in range(rows):
+                    k |= p[:, band * rows + t].astype(U64) << U64(8 * t)
+                out.append(k)
+        return np.concatenate(out) if out else np.zeros(0, U64)
+
+    def take(self, idx: np.ndarray) -> np.ndarray:
+        parts = self.parts()
+        starts = np.cumsum([0] + [len(p) for p in parts])
+        which = np.searchsorted(starts, idx, side="right") - 1
+        out = np.empty((len(idx), self.bins), dtype=np.uint8)
+        for c in np.unique(which):
+            sel = np.flatnonzero(which == c)
+            out[sel] = parts[c][idx[sel] - starts[c]]
+        return out
+
+
 @register_sketch("near-dup")
 class NearDupSketch:
     """Signatures of every record added, mergeable across shards and processes."""
@@ -117,7 +172,7 @@ class NearDupSketch:
         self.params.check()
         self._ids: list[np.ndarray] = []
         self._raw: list[np.ndarray] = []
-        self._sigs: list[np.ndarray] = []
+        self._rows = _Rows(self.params.bins)
 
     def add(self, file_index: int, rows: Sequence[int], texts: Sequence[str]) -> None:
         if not texts:
@@ -128,39 +183,28 @@ class NearDupSketch:
         row = np.asarray(rows, dtype=np.int64)[has]
         self._ids.append((np.int64(file_index) << np.int64(WHERE_BITS)) | row)
         self._raw.append(w.raw[has])
-        self._sigs.append(sig)
+        self._rows.append(sig)
 
     def merge(self, other: NearDupSketch) -> NearDupSketch:
         if other.params != self.params:
             raise InputError("near-duplicate sketches measured with different parameters cannot be merged")
         out = NearDupSketch(self.params)
-        out._ids, out._raw, out._sigs = self._ids + other._ids, self._raw + other._raw, self._sigs + other._sigs
+        out._ids, out._raw = self._ids + other._ids, self._raw + other._raw
+        out._rows = _Rows(self.params.bins, [*self._rows.parts(), *other._rows.parts()])
         return out
 
-    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if not self._ids:
-            return (np.zeros(0, np.int64), np.zeros(0, U64), np.zeros((0, self.params.bins), np.uint8))
-        if len(self._ids) > 1:
-            ids, raw = np.concatenate(self._ids), np.concatenate(self._raw)
-            sigs = np.empty((len(ids), self.params.bins), dtype=np.uint8)
-            at = 0
-            parts, self._sigs = self._sigs[::-1], []
-            while parts:  # copy block by block, freeing each: peak is one copy, not two
-                part = parts.pop()
-                sigs[at:at + len(part)] = part
-                at += len(part)
-            self._ids, self._raw, self._sigs = [ids], [raw], [sigs]
-        ids, raw, sigs = self._ids[0], self._raw[0], self._sigs[0]
-        if len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):  # pieces merged out of order
-            order = np.argsort(ids, kind="stable")
-            self._ids, self._raw, self._sigs = [ids[order]], [raw[order]], [sigs[order]]
-        return self._ids[0], self._raw[0], self._sigs[0]
+    def _columns(self) -> tuple[np.ndarray, np.ndarray]:
+        ids = np.concatenate(self._ids) if self._ids else np.zeros(0, np.int64)
+        raw = np.concatenate(self._raw) if self._raw else np.zeros(0, U64)
+        self._ids, self._raw = [ids], [raw]
+        return ids, raw
 
     def to_bytes(self) -> bytes:
-        ids, raw, sigs = self._arrays()
+        ids, raw = self._columns()
         head = json.dumps({"params": asdict(self.params), "n": len(ids)}).encode()
         return b"".join((_MAGIC, struct.pack("<I", len(head)), head, ids.astype("<i8").tobytes(),
-                         raw.astype("<u8").tobytes(), np.ascontiguousarray(sigs).tobytes()))
+                         raw.astype("<u8").tobytes(), *(np.ascontiguousarray(p).tobytes()
+                                                        for p in self._rows.parts())))
 
     @classmethod
     def from_bytes(cls, b: bytes) -> NearDupSketch:
@@ -181,13 +225,28 @@ class NearDupSketch:
             sigs = np.frombuffer(b, np.uint8, n * params.bins, at + 16 * n).reshape(n, params.bins).copy()
         except (ValueError, KeyError, TypeError, struct.error) as exc:
             raise InputError(f"unreadable near-duplicate sketch: {exc}") from None
-        out._ids, out._raw, out._sigs = [ids], [raw], [sigs]
+        out._ids, out._raw = [ids], [raw]
+        out._rows = _Rows(params.bins, [sigs] if n else [])
         return out
 
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, exact digests, a, b, similarity): every candidate pair (a, b) as
+        positions in record-id order, a < b, with its estimated Jaccard similarity.
+        Independent of the order pieces were added or merged in."""
+        ids, raw = self._columns()
+        order = np.argsort(ids, kind="stable")  # sorted position -> storage index
+        if bool(np.all(order[1:] > order[:-1])):
+            order = None  # already in id order (one process): no indirection needed
+        p = self.params
+        keys = (self._rows.key(band, p.rows) for band in range(p.bands))
+        a, b = _candidates((k if order is None else k[order] for k in keys), len(ids))
+        sim = _similarity(self._rows, a if order is None else order[a], b if order is None else order[b])
+        if order is not None:
+            ids, raw = ids[order], raw[order]
+        return ids, raw, a, b, sim
+
     def result(self, keep: int = 5) -> NearDuplicates:
-        ids, raw, sigs = self._arrays()
-        a, b = _candidates(sigs, self.params.bands, self.params.rows)
-        sim = _similarity(sigs, a, b)
+        ids, raw, a, b, sim = self.pairs()
         ok = sim >= self.params.jaccard
         va, vb, vs = a[ok], b[ok], sim[ok]
         count, clusters = _count(raw, va, vb)
@@ -197,20 +256,13 @@ class NearDupSketch:
         return NearDuplicates(len(ids), count, clusters, len(a), int(ok.sum()), ex)
 
 
-def _candidates(sigs: np.ndarray, bands: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs (a, b), a < b, of records that share a bucket in some band. Each record is
-    paired with the first (smallest) record of its bucket, not with every member, so a
-    bucket of m records gives m - 1 pairs, never m^2 / 2."""
-    n = len(sigs)
+def _candidates(keys: Iterable[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (a, b), a < b, of records that share a bucket in some band (`keys`: one
+    array per band, in record order). Each record is paired with the first (smallest)
+    record of its bucket, not with every member, so a bucket of m records gives m - 1
+    pairs, never m^2 / 2."""
     found = []
-    words = sigs.view("<u8") if rows == 8 and sigs.flags.c_contiguous else None  # 8 bytes: one key
-    for band in range(bands):
-        if words is not None:
-            key = words[:, band].copy()
-        else:
-            key = np.zeros(n, dtype=U64)
-            for t in range(rows):
-                key |= sigs[:, band * rows + t].astype(U64) << U64(8 * t)
+    for key in keys:
         o = np.argsort(key, kind="stable")  # stable: a bucket lists its records in id order
         k = key[o]
         same = k[1:] == k[:-1]
@@ -226,13 +278,13 @@ def _candidates(sigs: np.ndarray, bands: int, rows: int) -> tuple[np.ndarray, np
     return pairs // n, pairs % n
 
 
-def _similarity(sigs: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _similarity(rows: _Rows, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Estimated Jaccard similarity from the share of equal signature bytes, corrected for
     the 1/256 chance that two different minima agree in their low 8 bits."""
     out = np.zeros(len(a))
     step = 1 << 16  # bounds the temporary comparison array
     for s in range(0, len(a), step):
-        eq = (sigs[a[s:s + step]] == sigs[b[s:s + step]]).mean(axis=1)
+        eq = (rows.take(a[s:s + step]) == rows.take(b[s:s + step])).mean(axis=1)
         out[s:s + step] = (eq - 1 / 256) / (1 - 1 / 256)
     return np.clip(out, 0.0, 1.0)
 
