@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the cluster to use with --engine (a Dask scheduler tcp://host:8786, a Ray "
                    "address host:6379 or 'auto'); without it a local cluster is started")
     p.add_argument("--near-dup", action="store_true",
-                   help="also find near-duplicate records (MinHash + LSH; about 5x the time of the plain pass)")
+                   help="also find near-duplicate records (MinHash + LSH; about 10x the CPU time of the plain pass)")
     p.add_argument("--eval", nargs="+", metavar="EVAL", default=[],
                    help="evaluation set(s) (files or shard directories): report their records found in DATASET")
 
