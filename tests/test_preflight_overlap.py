@@ -324,3 +324,14 @@ def test_signature_chunks_do_not_change_the_result(monkeypatch):
     parts = _sketches(texts, 3)
     assert len(parts[0]._rows.chunks) > 40
     assert parts[2].merge(parts[0]).merge(parts[1]).result(keep=50) == one
+
+
+def test_an_eval_item_listed_twice_counts_twice(tmp_path, capsys):
+    rng = random.Random(12)
+    item, long_item = "what is two plus two", text(rng, 40)
+    t = write(tmp_path / "t.jsonl", [{"text": text(rng)} for _ in range(20)] +
+              [{"text": item}, {"text": "intro " + long_item}])
+    e = write(tmp_path / "e.jsonl", [{"text": x} for x in (item, long_item, item, long_item, text(rng, 30))])
+    _, doc = run(capsys, str(t), "--eval", str(e))
+    v = found(doc)["TP-PRE-EVAL-CONTAMINATION"]["values"]
+    assert (v["leaked"], v["leaked_exact"], v["eval_records"], v["train_records"]) == (4, 2, 5, 2)

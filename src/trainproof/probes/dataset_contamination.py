@@ -118,8 +118,8 @@ class EvalIndex:
         self.wheres = np.sort(self.wheres)
         o = np.lexsort((gw, g))  # per n-gram, its smallest eval record first
         g, gr = g[o], np.searchsorted(self.wheres, gw[o])
-        first = np.concatenate(([True], g[1:] != g[:-1])) if len(g) else np.zeros(0, bool)
-        self.grams, self.gram_rec = g[first], gr[first]
+        same = np.concatenate(([False], (g[1:] == g[:-1]) & (gr[1:] == gr[:-1]))) if len(g) else np.zeros(0, bool)
+        self.grams, self.gram_rec = g[~same], gr[~same]  # one entry per (n-gram, eval record)
         dw = cols[3]
         keep = np.flatnonzero(d != 0)  # records without words match nothing
         o = np.lexsort((dw[keep], d[keep]))
@@ -171,6 +171,17 @@ class Contamination:
     examples: tuple[tuple[int, int, str], ...] = ()  # (train where, eval where, "exact"/"n-gram")
 
 
+def _lookup(keys: np.ndarray, owners: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (query index, owner) with keys[...] == query[i]: `keys` sorted, an equal key
+    may belong to several eval records (an eval set can hold the same item twice)."""
+    lo = np.searchsorted(keys, query, side="left")
+    hi = np.searchsorted(keys, query, side="right")
+    n = hi - lo
+    q = np.repeat(np.arange(len(query)), n)
+    at = np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+    return q, owners[at]
+
+
 @register_sketch("contamination")
 class ContaminationSketch:
     """What one part of the training data shares with the eval set. The driver's sketch
@@ -200,18 +211,17 @@ class ContaminationSketch:
         exact = np.zeros(0, np.int64)
         recs, evals = [], []
         if len(ix.digests):
-            pos = np.minimum(np.searchsorted(ix.digests, d), len(ix.digests) - 1)
-            exact = np.flatnonzero((ix.digests[pos] == d) & (d != 0))
-            self.leaked_exact[ix.digest_rec[pos[exact]]] = True
+            q, e_ex = _lookup(ix.digests, ix.digest_rec, d)  # the index holds no 0 (wordless) digest
+            self.leaked_exact[e_ex] = True
+            exact = np.unique(q)
             self.train_exact += len(exact)
-            recs.append(exact)
-            evals.append(ix.digest_rec[pos[exact]])
+            recs.append(q)
+            evals.append(e_ex)
         if len(ix.grams):
             g, rec = shingles(w, ix.ngram, short=False)
-            pos = np.minimum(np.searchsorted(ix.grams, g), len(ix.grams) - 1)
-            hit = np.flatnonzero(ix.grams[pos] == g)
+            hit, hit_eval = _lookup(ix.grams, ix.gram_rec, g)
             recs.append(rec[hit])
-            evals.append(ix.gram_rec[pos[hit]])
+            evals.append(hit_eval)
         r, e = _cat(recs, np.int64), _cat(evals, np.int64)
         if len(r) == 0:
             return
