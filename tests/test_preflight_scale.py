@@ -155,15 +155,82 @@ def test_byte_ranges_of_one_file_keep_line_numbers(tmp_path, range_bytes):
         assert getattr(many, f) == getattr(one, f), f
 
 
+def test_parquet_row_groups_split_keep_row_numbers(tmp_path):
+    rng = random.Random(7)
+    texts = [rng.choice(["", " ", "same", _text(rng)]) for _ in range(500)]
+    pq.write_table(pa.table({"text": texts}), tmp_path / "big.parquet", row_group_size=60)
+    (tmp_path / "small.jsonl").write_text('{"text": "same"}\n{"text": ""}\n')
+    one = measure_dataset(tmp_path, None, 1 << 20)
+    with Processes(2, range_bytes=2000) as eng:
+        many = measure_dataset(tmp_path, None, 1 << 20, engine=eng)
+    assert many.timing["pieces"] > 4
+    for f in ("records", "judged", "tallies", "duplicates"):
+        assert getattr(many, f) == getattr(one, f), f
+    assert many.read == one.read
+
+
+def test_byte_ranges_around_over_long_lines(tmp_path):
+    """Lines over the record cap end most ranges (a cut inside one runs on to its end):
+    each is counted once, and nothing after its newline is taken for a blank line."""
+    cap = 300_000  # above the reader's block, like the real 16 MiB cap
+    lines = []
+    for i in range(40):
+        lines.append(json.dumps({"text": "x" * (cap + 1000 * i)}) if i % 4 == 1 else json.dumps({"text": f"r{i % 7}"}))
+    p = tmp_path / "long.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    one = measure_dataset(p, None, cap)
+    assert one.read.oversized_count == 10 and one.read.blank_lines == 0
+    with Processes(2, range_bytes=cap // 2) as eng:
+        many = measure_dataset(p, None, cap, engine=eng)
+    assert many.timing["pieces"] > 5
+    for f in ("records", "judged", "read", "tallies", "duplicates"):
+        assert getattr(many, f) == getattr(one, f), f
+
+
+def _shaped(rng: random.Random, shape: str) -> dict:
+    def t() -> str:
+        return rng.choice(["", " ", "hi", "same", f"u{rng.randrange(40)}"])
+
+    if shape == "chat":
+        if rng.random() < 0.1:
+            return {"messages": "not a list"}
+        roles = rng.choice([["user", "assistant"], ["user", "user"], ["system", "user", "assistant"], ["user"], []])
+        return {"messages": [{"role": r, "content": t()} for r in roles]}
+    if shape == "alpaca":
+        return {"instruction": t(), "input": rng.choice([None, "", t()]), "output": t()}
+    return {"prompt": t(), "chosen": t(), "rejected": t()}
+
+
+@pytest.mark.parametrize("shape", ["chat", "alpaca", "preference"])
+def test_shape_tallies_merge_like_one_pass(tmp_path, shape):
+    """Records decoded as objects (the inspector's path, not the text fast path), JSONL
+    shards cut into ranges plus a JSON array: every shape tally equals one pass."""
+    rng = random.Random(shape)
+    for s in range(3):
+        lines = [json.dumps(_shaped(rng, shape)) for _ in range(80)]
+        lines.insert(rng.randrange(80), "{bad")
+        (tmp_path / f"s{s}.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "z.json").write_text(json.dumps([_shaped(rng, shape) for _ in range(30)]))
+    one = measure_dataset(tmp_path, None, 1 << 20)
+    with Processes(2, range_bytes=700) as eng:
+        many = measure_dataset(tmp_path, None, 1 << 20, engine=eng)
+    assert many.timing["pieces"] > 6
+    assert sum(t.count for t in one.tallies.values()) > 10
+    for f in ("records", "judged", "read", "tallies", "duplicates", "shape"):
+        assert getattr(many, f) == getattr(one, f), f
+
+
 def test_an_unreadable_shard_fails_the_same_way(tmp_path, capsys):
     d = tmp_path / "d"
     d.mkdir()
     for i in range(3):
         (d / f"s{i}.jsonl").write_text('{"text": "a"}\n{"text": "b"}\n')
-    (d / "s9.parquet").write_bytes(b"PAR1" + b"\x00" * 64)  # magic, then garbage
+    for name in ("s8.parquet", "s9.parquet"):  # magic, then garbage: two bad shards
+        (d / name).write_bytes(b"PAR1" + b"\x00" * 64)
     one = report(capsys, str(d))
     two = report(capsys, str(d), "--workers", "2")
     assert one == two and one[0] == 2
+    assert "s8.parquet" in one[1] and "s9.parquet" not in one[1]  # the first bad shard, as one process
 
 
 def test_summaries_merge_in_any_order_and_survive_bytes():
@@ -185,9 +252,39 @@ def test_summaries_merge_in_any_order_and_survive_bytes():
     assert by_part == forward
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_duplicates_from_chunks_in_any_order_equal_a_plain_count(seed):
+    """Chunks from interleaved files, gathered in a random order (as a reduce task gets
+    them): counts and examples equal a dictionary walk in (file, line) order."""
+    rng = random.Random(seed)
+    recs = sorted({((rng.randrange(6) << 40) | rng.randrange(1, 400)) for _ in range(900)})
+    keys = {w: str(rng.randrange(120)) for w in recs}
+    seen: dict[str, int] = {}
+    pairs = []
+    for w in recs:
+        if keys[w] in seen:
+            pairs.append((w, seen[keys[w]]))
+        seen.setdefault(keys[w], w)
+    cuts = sorted(rng.sample(range(1, len(recs)), 12))
+    chunks = [(stable_digests([keys[w] for w in part], "blake2b-64"), np.array(part, np.int64))
+              for part in np.split(np.array(recs), cuts)]
+    rng.shuffle(chunks)
+    d = duplicates_of(chunks, {})
+    assert d.records == len(pairs) and d.examples == tuple(pairs[:5])
+    assert d.distinct == sum(1 for k in set(keys.values()) if list(keys.values()).count(k) > 1)
+
+
 def test_a_corrupt_summary_is_one_line_error():
-    with pytest.raises(InputError, match="corrupt dataset summary"):
-        DatasetSummary.from_bytes(b"TPDSUM1\n" + b"\xff" * 20)
+    good = DatasetSummary("blake2b-64", records=3)
+    good.chunks.append((stable_digests(["a", "b"], "blake2b-64"), np.array([1, 2], np.int64)))
+    raw = good.to_bytes()
+    head_end = raw.index(b"}", 16) + 1
+    bad = [b"TPDSUM1\n" + b"\xff" * 20, raw[:-3], raw.replace(b'"chunks":[2]', b'"chunks":[-1]'),
+           raw[:head_end - 8] + raw[head_end:], b"\x80\x04pickle"]
+    for b in bad:
+        with pytest.raises(InputError, match="corrupt dataset summary"):
+            DatasetSummary.from_bytes(b)
+    assert DatasetSummary.from_bytes(raw).records == 3
 
 
 def test_stable_digests_agree_across_processes(tmp_path):
@@ -281,7 +378,8 @@ def test_dask_reports_an_unreadable_shard_as_one_process_does(tmp_path, capsys):
     d = tmp_path / "d"
     d.mkdir()
     (d / "a.jsonl").write_text('{"text": "a"}\n')
-    (d / "b.parquet").write_bytes(b"PAR1" + b"\x00" * 64)
+    for name in ("b.parquet", "c.parquet"):
+        (d / name).write_bytes(b"PAR1" + b"\x00" * 64)
     one = report(capsys, str(d))
     assert report(capsys, str(d), "--engine", "dask", "--workers", "2") == one and one[0] == 2
 

@@ -1,9 +1,10 @@
 """Measures a fine-tuning dataset: records read, records that would not parse, the
-shape's problems, and exact duplicates. The dataset is cut into pieces (its shards,
-and byte ranges of large JSONL files when several workers share it); each piece is
-measured in one streaming pass into a `DatasetSummary`, and the summaries are merged.
-One process, `--workers N` and a Dask or Ray cluster run this same code and merge the
-same summaries, so they judge the same numbers.
+shape's problems, and exact duplicates. The dataset is cut into pieces (its shards;
+with several workers, also byte ranges of large JSONL files and runs of a Parquet
+file's row groups); each piece is measured in one streaming pass into a
+`DatasetSummary`, and the summaries are merged. One process, `--workers N` and a Dask
+or Ray cluster run this same code and merge the same summaries, so they judge the same
+numbers.
 
 Duplicates are found from a 64-bit digest per record, never from the texts:
 memory is 16 bytes per record (digest + position) whatever the text length. In one
@@ -12,7 +13,7 @@ decoded text with no re-encoding - the pass's largest cost otherwise); it is key
 per process, so summaries bound for another process use a stable digest instead
 (`dataset_summary.stable_digests`). Equal texts always get equal digests; two
 different texts share one with probability about n^2 / 2^65 (3e-8 for a million
-records)."""
+records) - in one process keyed afresh each run, so such a collision would not repeat."""
 
 from __future__ import annotations
 
@@ -136,7 +137,7 @@ def _sample(path: Path, kind: str, max_record: int) -> list[dict[str, Any]]:
 def _batches(piece: Piece, shape: Shape, tally: ReadTally, max_record: int) -> Iterator[Batch]:
     path, i = Path(piece.path), piece.file_index
     if piece.kind == "parquet":
-        return read_parquet(path, i, list(shape.fields), tally)
+        return read_parquet(path, i, list(shape.fields), tally, span=piece.span)
     if piece.kind == "json-array":
         return read_json_array(path, i, tally, max_record)
     if piece.kind == "arrow":
@@ -146,13 +147,15 @@ def _batches(piece: Piece, shape: Shape, tally: ReadTally, max_record: int) -> I
 
 @dataclass(frozen=True)
 class Piece:
-    """One task: a whole shard, or (JSONL) the byte range [start, end) that begins at
-    line `line0`. Plain values only, so any engine can ship it."""
+    """One task: a whole shard, a JSONL file's byte range [start, end) that begins at
+    line `first`, or a Parquet file's row groups [start, end) that begin at row `first`.
+    Plain values only, so any engine can ship it."""
 
     file_index: int
     path: str
     kind: str
-    span: tuple[int, int, int] | None = None  # (start, end, line0); None: the whole file
+    span: tuple[int, int, int] | None = None  # (start, end, first); None: the whole file
+    nbytes: int = 0  # its size, for balancing work between workers (0: the file's size)
 
 
 @dataclass(frozen=True)

@@ -114,12 +114,12 @@ def file_kind(path: Path) -> str:
 # ---------------------------------------------------------------- JSON Lines
 
 
-def _newlines(data: bytes) -> int:
+def count_lf(data: bytes) -> int:
     """Vectorised: bytes.count walks a one-byte needle byte by byte, several times slower."""
     return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))
 
 
-class _Range:
+class ByteRange:
     """A file read only from byte `start` up to `end` (the part of one JSONL file one
     worker measures); `read` returns b"" at `end` as a file does at its end."""
 
@@ -160,17 +160,18 @@ def line_blocks(f: Any, file_index: int, tally: ReadTally, max_record: int,
                 block, line_no = block[nl + 1:], line_no + 1
         cut = block.rfind(b"\n")
         if cut < 0:
-            parts.append(block)
-            held += len(block)
+            if block:  # nothing left after a skipped line's newline is no line at all
+                parts.append(block)
+                held += len(block)
             continue
         body = b"".join((*parts, block[:cut])) if parts else block[:cut]
         parts, held = ([block[cut + 1:]], len(block) - cut - 1) if cut + 1 < len(block) else ([], 0)
-        n = _newlines(body) + 1
+        n = count_lf(body) + 1
         yield line_no, body, n
         line_no += n
     if parts and not skipping:
         body = b"".join(parts)
-        yield line_no, body, _newlines(body) + 1
+        yield line_no, body, count_lf(body) + 1
 
 
 def decode_line(line: bytes) -> Any:
@@ -249,7 +250,7 @@ def read_jsonl(path: Path, file_index: int, field_name: str | None, tally: ReadT
     line number at start) reads one byte range that starts and ends at line boundaries."""
     decode = _BlockDecoder(field_name)
     with open(path, "rb") as raw:
-        f, line0 = (_Range(raw, span[0], span[1]), span[2]) if span else (raw, 1)
+        f, line0 = (ByteRange(raw, span[0], span[1]), span[2]) if span else (raw, 1)
         for first, body, n in line_blocks(f, file_index, tally, max_record, line0):
             recs = decode(body, n)
             if recs is None:
@@ -257,37 +258,6 @@ def read_jsonl(path: Path, file_index: int, field_name: str | None, tally: ReadT
                 continue
             wheres = range(where(file_index, first), where(file_index, first) + n)
             yield Batch(wheres, texts=recs) if field_name else Batch(wheres, dicts=recs)
-
-
-def line_ranges(path: Path, size: int) -> list[tuple[int, int]]:
-    """(start, end) byte ranges of about `size` bytes covering the file, each starting
-    just after a newline (or at 0), so every line lies in exactly one range."""
-    total = path.stat().st_size
-    cuts = [0]
-    with open(path, "rb") as f:
-        while cuts[-1] + size < total:
-            f.seek(cuts[-1] + size)
-            skipped = 0
-            while block := f.read(BLOCK):  # to the end of the line the nominal cut falls in
-                nl = block.find(b"\n")
-                if nl >= 0:
-                    skipped += nl + 1
-                    break
-                skipped += len(block)
-            if cuts[-1] + size + skipped >= total:
-                break
-            cuts.append(cuts[-1] + size + skipped)
-    return list(zip(cuts, [*cuts[1:], total], strict=True))
-
-
-def count_newlines(path: Path, start: int, end: int) -> int:
-    """Newlines in bytes [start, end): the line numbers a later range starts at."""
-    n = 0
-    with open(path, "rb") as raw:
-        f = _Range(raw, start, end)
-        while block := f.read(4 << 20):
-            n += _newlines(block)
-    return n
 
 
 # ---------------------------------------------------------------- JSON arrays
@@ -360,7 +330,9 @@ def read_json_array(path: Path, file_index: int, tally: ReadTally, max_record: i
 
 
 def read_parquet(path: Path, file_index: int, columns: list[str] | None, tally: ReadTally,
-                 batch: int = 8192) -> Iterator[Batch]:
+                 batch: int = 8192, span: tuple[int, int, int] | None = None) -> Iterator[Batch]:
+    """`span` (first row group, end row group, row number at its start) reads some row
+    groups only."""
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -369,8 +341,9 @@ def read_parquet(path: Path, file_index: int, columns: list[str] | None, tally: 
         pf = pq.ParquetFile(path)
         names = set(pf.schema_arrow.names)
         cols = [c for c in columns if c in names] if columns else None
-        row = 1
-        for rb in pf.iter_batches(batch_size=batch, columns=cols):
+        groups = list(range(span[0], span[1])) if span else None
+        row = span[2] if span else 1
+        for rb in pf.iter_batches(batch_size=batch, row_groups=groups, columns=cols):
             tally.bytes_read += rb.nbytes
             rows = rb.to_pylist()
             yield Batch(list(range(where(file_index, row), where(file_index, row) + len(rows))), dicts=rows)
@@ -403,6 +376,18 @@ def read_arrow(path: Path, file_index: int, columns: list[str] | None, tally: Re
                 row += len(rows)
     except (OSError, ValueError) as exc:
         raise InputError(f"{path}: unreadable Arrow file: {exc}".splitlines()[0]) from None
+
+
+def parquet_row_groups(path: Path) -> list[tuple[int, int]]:
+    """(rows, bytes) of each row group, from the footer; [] when it cannot be read (the
+    file is then read whole, and fails there as one process would)."""
+    try:
+        import pyarrow.parquet as pq
+
+        meta = pq.ParquetFile(path).metadata
+        return [(meta.row_group(g).num_rows, meta.row_group(g).total_byte_size) for g in range(meta.num_row_groups)]
+    except (ImportError, OSError, ValueError):
+        return []
 
 
 def parquet_columns(path: Path) -> list[str]:

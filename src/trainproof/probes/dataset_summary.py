@@ -224,12 +224,12 @@ class Duplicates:
 
 def duplicates_of(chunks: Sequence[tuple[np.ndarray, np.ndarray]], blank: dict[int, int],
                   keep: int = KEEP, consume: bool = False) -> Duplicates:
-    """Exact duplicates among (digests, wheres) chunks. Each chunk's wheres ascend and
-    chunks cover disjoint ranges, so ordering chunks by their first where puts every
-    record in file order; a stable sort by digest then starts each group at its first
-    occurrence. `blank` counts the records per blank key's digest. `consume` empties
-    the `chunks` list once its arrays are joined (peak memory: one copy, not two)."""
-    given, chunks = chunks, sorted((c for c in chunks if len(c[0])), key=lambda c: int(c[1][0]))
+    """Exact duplicates among (digests, wheres) chunks, in any order: within each group
+    of equal digests the smallest where is the first occurrence and every other member
+    a later copy, so the result does not depend on how the chunks were gathered.
+    `blank` counts the records per blank key's digest. `consume` empties the `chunks`
+    list once its arrays are joined (peak memory: one copy, not two)."""
+    given, chunks = chunks, [c for c in chunks if len(c[0])]
     if not chunks:
         return Duplicates()
     d = np.concatenate([c[0] for c in chunks]) if len(chunks) > 1 else chunks[0][0]
@@ -237,19 +237,25 @@ def duplicates_of(chunks: Sequence[tuple[np.ndarray, np.ndarray]], blank: dict[i
     if consume and isinstance(given, list):  # the blocks are copied: free them before sorting
         given.clear()
         chunks.clear()
-    order = np.argsort(d, kind="stable")
+    order = np.argsort(d)
     ds = d[order]
     del d
     same = ds[1:] == ds[:-1]
-    del ds
     n_dup = int(np.count_nonzero(same))
     if n_dup == 0:
         return Duplicates()
     distinct = int(np.count_nonzero(same & ~np.concatenate(([False], same[:-1]))))
-    pos = np.flatnonzero(same) + 1
-    starts = np.flatnonzero(np.concatenate(([True], ~same)))
-    first = starts[np.searchsorted(starts, pos, side="right") - 1]
-    later, earlier = w[order[pos]], w[order[first]]
+    # Only the records in groups of two or more: a small share, so the rest is cheap.
+    multi = np.flatnonzero(np.concatenate(([False], same)) | np.concatenate((same, [False])))
+    dm, wm = ds[multi], w[order[multi]]
+    del ds, order, same
+    starts = np.flatnonzero(np.concatenate(([True], dm[1:] != dm[:-1])))
+    marks = np.zeros(len(dm), bool)
+    marks[starts] = True
+    group = np.cumsum(marks) - 1
+    first = np.minimum.reduceat(wm, starts)[group]
+    copy = wm != first
+    later, earlier = wm[copy], first[copy]
     pick = np.argsort(later, kind="stable")[:keep]
     counts = [c for c in blank.values() if c > 1]
     return Duplicates(n_dup, sum(c - 1 for c in counts), distinct, len(counts),
@@ -312,19 +318,22 @@ class DatasetSummary:
         return duplicates_of(self.chunks, self.blank, consume=True)
 
     def partitions(self, n: int) -> list[tuple[list[tuple[np.ndarray, np.ndarray]], dict[int, int]]]:
-        """The digest chunks (and blank-key counts) split into `n` (a power of two)
-        disjoint partitions by the digest's top bits: equal texts always land in the same
-        partition, so each can be counted on its own (by its own worker) with
+        """The digests (and blank-key counts) split into `n` (a power of two) disjoint
+        partitions by the digest's top bits, one chunk each: equal texts always land in
+        the same partition, so each can be counted on its own (by its own worker) with
         `duplicates_of` and the results `combine`d."""
         if n < 1 or n & (n - 1):
             raise ValueError("partitions: n must be a power of two")
-        shift = np.uint64(64 - (n.bit_length() - 1)) if n > 1 else None
-        out: list[tuple[list[tuple[np.ndarray, np.ndarray]], dict[int, int]]] = [([], {}) for _ in range(n)]
-        for d, w in self.chunks:
-            part = d.view(np.uint64) >> shift if shift is not None else np.zeros(len(d), np.uint64)
-            for p in range(n):
-                mask = part == p
-                out[p][0].append((d[mask], w[mask]))
+        chunks = [c for c in self.chunks if len(c[0])]
+        d = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, np.int64)
+        w = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros(0, np.int64)
+        part = (d.view(np.uint64) >> np.uint64(64 - (n.bit_length() - 1))).astype(np.intp) if n > 1 \
+            else np.zeros(len(d), np.intp)
+        order = np.argsort(part, kind="stable")
+        bounds = np.concatenate(([0], np.cumsum(np.bincount(part, minlength=n))))
+        d, w = d[order], w[order]
+        out: list[tuple[list[tuple[np.ndarray, np.ndarray]], dict[int, int]]] = [
+            ([(d[bounds[p]:bounds[p + 1]], w[bounds[p]:bounds[p + 1]])], {}) for p in range(n)]
         for k, v in self.blank.items():
             out[partition_of(k, n)][1][k] = v
         return out
@@ -358,7 +367,7 @@ class DatasetSummary:
         """Parses what `to_bytes` wrote; anything else raises InputError (one line)."""
         try:
             return _parse(b)
-        except (ValueError, KeyError, TypeError, IndexError, struct.error) as exc:
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError, struct.error) as exc:
             raise InputError(f"corrupt dataset summary from a worker: {exc}".splitlines()[0]) from None
 
 
@@ -372,14 +381,16 @@ def _parse(b: bytes) -> DatasetSummary:
     chunks = []
     for count in h["chunks"]:
         size = int(count) * 8
-        if pos + 2 * size > len(b):
-            raise ValueError("truncated")
+        if size < 0 or pos + 2 * size > len(b):
+            raise ValueError("truncated or negative array length")
         d = np.frombuffer(b, _I64, int(count), pos).astype(np.int64)
         w = np.frombuffer(b, _I64, int(count), pos + size).astype(np.int64)
         chunks.append((d, w))
         pos += 2 * size
     sketches = []
     for name, size in h["sketches"]:
+        if int(size) < 0 or pos + int(size) > len(b):
+            raise ValueError("truncated sketch")
         sketches.append(sketch_from_bytes(str(name), b[pos:pos + int(size)]))
         pos += int(size)
     r = h["read"]
