@@ -134,7 +134,8 @@ def doctor(path: PathLike = ".", *, baseline: PathLike | Sequence[PathLike] = ()
 
 def preflight(dataset: PathLike, *, tokenizer: str | None = None, max_len: int | None = None,
               text_field: str | None = None, progress: bool = False, workers: int | None = None,
-              engine: str | None = None, address: str | None = None) -> Report:
+              engine: str | None = None, address: str | None = None, near_dup: bool = False,
+              eval_sets: PathLike | Sequence[PathLike] = ()) -> Report:
     """Is this fine-tuning dataset (JSONL, JSON array, Parquet, a directory of shards)
     safe to start on (`trainproof preflight`). `tokenizer` (a tokenizer.json, a saved
     tokenizer directory, a SentencePiece model, or a name already in the local
@@ -142,11 +143,14 @@ def preflight(dataset: PathLike, *, tokenizer: str | None = None, max_len: int |
     against. `progress` writes a progress line to stderr. `workers` > 1 measures in
     that many local processes (spawned: call it under `if __name__ == "__main__":`);
     `engine` "dask" or "ray" on the cluster at `address` (or a local one of `workers`
-    processes); the findings are the same in every mode."""
+    processes); the findings are the same in every mode. `near_dup` adds near-duplicate
+    detection (TP-PRE-NEAR-DUPLICATE); `eval_sets` names evaluation sets whose records are
+    looked for in the dataset (TP-PRE-EVAL-CONTAMINATION / TP-PRE-EVAL-OVERLAP)."""
     from trainproof.commands.preflight import check_dataset
 
     return check_dataset(os.fspath(dataset), tokenizer=tokenizer, max_len=max_len, text_field=text_field,
-                         progress=progress, workers=workers, engine=engine, address=address)
+                         progress=progress, workers=workers, engine=engine, address=address,
+                         near_dup=near_dup, evals=_paths(eval_sets) if eval_sets else [])
 
 
 def tokenizer(model: PathLike, transcripts: PathLike) -> Report:

@@ -1,21 +1,28 @@
 """`trainproof preflight DATASET`: is this fine-tuning dataset safe to start on.
-One streaming pass over the data (and, with --tokenizer, its token counts), then
-the preflight rules; the report's outcome statement says what ran and what not."""
+One streaming pass over the data (and, with --tokenizer, its token counts; with
+--near-dup, MinHash signatures; with --eval, after indexing the eval sets' n-grams,
+their overlap), then the preflight rules; the report's outcome statement says what
+ran and what not."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from trainproof import engine
 from trainproof.model import InputError, Report, ReportSet
-from trainproof.probes.dataset import Progress, measure_dataset
+from trainproof.probes.dataset import DatasetMeasurement, Progress, measure_dataset
+from trainproof.probes.dataset_contamination import Contamination, ContaminationSketch, EvalIndex
 from trainproof.probes.dataset_engines import open_engine
+from trainproof.probes.dataset_near import NearDuplicates, NearDupSketch
 from trainproof.probes.dataset_tokens import TokenVisitor
 from trainproof.probes.tokenizer_load import TokenizerLoadError, load_tokenizer
 from trainproof.rules.preflight import OVERSIZED, Preflight
+from trainproof.rules.preflight_overlap import near_params, new_eval_index
 
 NAME = "preflight"
 HELP = "is this fine-tuning dataset safe to start on (JSONL, JSON array, Parquet, a shard directory)"
@@ -37,6 +44,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", metavar="ADDR",
                    help="the cluster to use with --engine (a Dask scheduler tcp://host:8786, a Ray "
                    "address host:6379 or 'auto'); without it a local cluster is started")
+    p.add_argument("--near-dup", action="store_true",
+                   help="also find near-duplicate records (MinHash + LSH; about 10x the CPU time of the plain pass)")
+    p.add_argument("--eval", nargs="+", metavar="EVAL", default=[],
+                   help="evaluation set(s) (files or shard directories): report their records found in DATASET")
 
 
 def _progress() -> Progress:
@@ -69,12 +80,58 @@ def run(args: argparse.Namespace) -> ReportSet:
 
     return ReportSet(NAME, (api.preflight(args.dataset, tokenizer=args.tokenizer, max_len=args.max_len,
                                           text_field=args.text_field, progress=sys.stderr.isatty(),
-                                          workers=args.workers, engine=args.engine, address=args.address),))
+                                          workers=args.workers, engine=args.engine, address=args.address,
+                                          near_dup=args.near_dup, eval_sets=args.eval),))
+
+
+def eval_index(evals: Sequence[str], text_field: str | None) -> tuple[EvalIndex, tuple[str, ...]]:
+    """Every --eval record's n-grams, built in this process before the training data is
+    read (eval sets are small; the index's size is capped)."""
+    index: EvalIndex | None = None
+    files: list[str] = []
+    for e in evals:
+        m = measure_dataset(Path(e), text_field, int(OVERSIZED.t("max_bytes")),
+                            sketches=(new_eval_index(offset=len(files)),))
+        if m.shape is None and m.fields:
+            raise InputError(f"--eval {e}: no known text field (fields seen: {', '.join(m.fields)})")
+        part = _sketch(m, EvalIndex)
+        index = part if index is None else index.merge(part)
+        files.extend(m.files)
+    assert index is not None
+    return index.freeze(), tuple(files)
+
+
+T = TypeVar("T")
+
+
+def _sketch(m: DatasetMeasurement, kind: type[T]) -> T:
+    found = [s for s in m.sketches if isinstance(s, kind)]
+    if not found:
+        raise InputError(f"internal: the dataset pass returned no {kind.__name__}")
+    return found[0]
+
+
+def overlap_subject(path: Path, text_field: str | None, near_dup: bool, evals: Sequence[str],
+                    visitor: Any = None, progress: Any = None, runner: Any = None
+                    ) -> tuple[DatasetMeasurement, NearDuplicates | None, Contamination | None, tuple[str, ...]]:
+    """The pass over the training data, with the sketches the options ask for: the eval
+    index is built first and travels inside the contamination sketch to every piece."""
+    index, eval_files = eval_index(evals, text_field) if evals else (None, ())
+    sketches: list[Any] = [NearDupSketch(near_params())] if near_dup else []
+    if index is not None:
+        sketches.append(ContaminationSketch(index))
+    m = measure_dataset(path, text_field, int(OVERSIZED.t("max_bytes")), visitor, progress, engine=runner,
+                        sketches=sketches)
+    if m.shape is None:  # unknown shape: nothing was measured, the statement says so
+        return m, None, None, eval_files
+    near = _sketch(m, NearDupSketch).result() if near_dup else None
+    contam = _sketch(m, ContaminationSketch).result(index) if index is not None else None
+    return m, near, contam, eval_files
 
 
 def check_dataset(dataset: str, *, tokenizer: str | None, max_len: int | None, text_field: str | None,
                   progress: bool, workers: int | None = None, engine: str | None = None,
-                  address: str | None = None) -> Report:
+                  address: str | None = None, near_dup: bool = False, evals: Sequence[str] = ()) -> Report:
     """The work behind `trainproof.preflight`."""
     if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int) or max_len <= 0):
         raise InputError(f"--max-len must be a positive number of tokens, got {max_len}")
@@ -92,8 +149,8 @@ def check_dataset(dataset: str, *, tokenizer: str | None, max_len: int | None, t
     show = _progress() if progress and not (engine or (workers or 1) > 1) else None
     runner = open_engine(engine, workers, address)
     try:
-        m = measure_dataset(Path(dataset), text_field, int(OVERSIZED.t("max_bytes")), visitor, show,
-                            engine=runner)
+        m, near, contam, eval_files = overlap_subject(Path(dataset), text_field, near_dup, evals, visitor, show,
+                                                      runner)
     except TokenizerLoadError as exc:
         raise InputError(f"--tokenizer {exc}") from None
     finally:
@@ -101,5 +158,6 @@ def check_dataset(dataset: str, *, tokenizer: str | None, max_len: int | None, t
             runner.close()
         if show is not None:
             sys.stderr.write("\r\033[K")
-    subject = Preflight(m, tok.special if tok else None, visitor.counts if visitor else None, tokenizer or "")
+    subject = Preflight(m, tok.special if tok else None, visitor.counts if visitor else None, tokenizer or "",
+                        near, contam, eval_files)
     return judge_preflight(subject)

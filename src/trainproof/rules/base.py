@@ -193,7 +193,7 @@ LAZY_GROUPS: dict[str, tuple[str, ...]] = {
     "data": ("data",),
     "env": ("env",),
     "live": ("live",),
-    "preflight": ("preflight",),
+    "preflight": ("preflight", "preflight_overlap"),
     "tokenizer": ("tokenizer",),
 }
 _LOADED: set[str] = set()

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from trainproof.model import Finding, Level, Location, Skip, SkipKind
-from trainproof.probes.dataset import DatasetMeasurement, measure_dataset
+from trainproof.probes.dataset import DatasetMeasurement
+from trainproof.probes.dataset_contamination import Contamination
+from trainproof.probes.dataset_near import NearDuplicates
 from trainproof.probes.dataset_read import unpack
 from trainproof.probes.dataset_shape import CHAT, PREFERENCE, Tally
 from trainproof.probes.dataset_tokens import TokenCounts
@@ -30,6 +32,9 @@ class Preflight:
     special: SpecialTokens | None = None  # None: no --tokenizer
     tokens: TokenCounts | None = None
     tokenizer: str = ""
+    near: NearDuplicates | None = None  # None: no --near-dup
+    contamination: Contamination | None = None  # None: no --eval
+    eval_files: tuple[str, ...] = ()
 
 
 def place(m: DatasetMeasurement, w: int) -> str:
@@ -543,11 +548,17 @@ statement(G, OK, lambda s: location(s.data, None), values=_ok_values, precheck=_
 
 @example_subject(G)
 def _example(data: Mapping[str, Any]) -> tuple[str, Preflight]:
+    from trainproof.commands.preflight import overlap_subject
+
     lines = data.get("lines") or [json.dumps(r) for r in data["records"]]
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "example.jsonl"
         p.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        m = measure_dataset(p, None, int(OVERSIZED.t("max_bytes")))
+        evals = []
+        if "eval" in data:
+            evals = [str(Path(d) / "eval.jsonl")]
+            Path(evals[0]).write_text("".join(json.dumps(r) + "\n" for r in data["eval"]), encoding="utf-8")
+        m, near, contamination, eval_files = overlap_subject(p, None, bool(data.get("near_dup")), evals)
     special = SpecialTokens(**data["special"]) if "special" in data else None
     tokens = _tokens_from(data.get("tokens", {}), m.records) if special is not None else None
-    return G, Preflight(m, special, tokens, "example")
+    return G, Preflight(m, special, tokens, "example", near, contamination, eval_files)
