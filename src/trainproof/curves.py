@@ -39,14 +39,33 @@ def thin(steps: np.ndarray, values: np.ndarray, buckets: int, keep: Sequence[flo
         return tuple(steps.tolist()), tuple(values.tolist())
     lo, hi = float(steps[0]), float(steps[-1])
     col = np.minimum(((steps - lo) / ((hi - lo) or 1.0) * buckets).astype(np.int64), buckets - 1)
-    order = np.lexsort((values, col))  # by bucket, then by value within the bucket
-    sorted_col = col[order]
-    first = np.flatnonzero(np.r_[True, sorted_col[1:] != sorted_col[:-1]])
-    last = np.r_[first[1:] - 1, n - 1]
+    low, high = _extremes(values, col)
     cited = np.searchsorted(steps, np.asarray(keep, dtype=float), side="right") - 1
-    idx = np.sort(np.concatenate([order[first], order[last], [0, n - 1], cited[cited >= 0]]))
+    idx = np.sort(np.concatenate([low, high, [0, n - 1], cited[cited >= 0]]))
     idx = idx[np.r_[True, idx[1:] != idx[:-1]]]  # np.unique, without its import of numpy.ma
     return tuple(steps[idx].tolist()), tuple(values[idx].tolist())
+
+
+def _extremes(values: np.ndarray, col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each bucket that has points, the index of its lowest value (the first of equal
+    ones) and of its highest (the last of equal ones): what a stable sort by (bucket,
+    value) puts first and last in each bucket."""
+    if col.size > 1 and not np.all(col[1:] >= col[:-1]):
+        order = np.lexsort((values, col))  # by bucket, then by value within the bucket
+        sorted_col = col[order]
+        first = np.flatnonzero(np.r_[True, sorted_col[1:] != sorted_col[:-1]])
+        last = np.r_[first[1:] - 1, col.size - 1]
+        return order[first], order[last]
+    # Steps ascend (a Series), so each bucket is one stretch of points: a pass per reduction
+    # instead of sorting 5M values (1.1 s a curve).
+    starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
+    sizes = np.diff(np.r_[starts, col.size])
+    at_min = np.flatnonzero(values == np.repeat(np.minimum.reduceat(values, starts), sizes))
+    at_max = np.flatnonzero(values == np.repeat(np.maximum.reduceat(values, starts), sizes))
+    # every bucket holds its own extreme, so a change of bucket among the hits opens the next
+    first_min = at_min[np.r_[True, col[at_min[1:]] != col[at_min[:-1]]]]
+    last_max = at_max[np.r_[col[at_max[1:]] != col[at_max[:-1]], True]]
+    return first_min, last_max
 
 
 def _series(s: Series | None, buckets: int, keep: Sequence[float]) -> Curve | None:
