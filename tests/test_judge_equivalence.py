@@ -21,7 +21,9 @@ from trainproof.engine import judge_run
 from trainproof.model import Run, Series
 from trainproof.parsers import build_run, read_run
 from trainproof.parsers.base import RawLog
-from trainproof.rules import gradients
+from trainproof.rules import gradients, rise
+from trainproof.rules import run as run_rules
+from trainproof.rules.base import overridden_thresholds
 from trainproof.schedule import read_schedule
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,6 +111,11 @@ def _reference(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     with monkeypatch.context() as m:
         m.setattr(curves, "thin", _thin_reference)
         m.setattr(gradients, "_spikes", _spikes_reference)
+        for module in (run_rules, rise):  # memo.last_series: measured again at every call
+            for name in ("loss_blocks", "loss_noise", "_divergence", "measure_rise", "first_point_is_full"):
+                fn = getattr(module, name, None)
+                if fn is not None and hasattr(fn, "__wrapped__"):
+                    m.setattr(module, name, fn.__wrapped__)
         yield
 
 
@@ -200,3 +207,18 @@ def test_trailing_median_at_and_trailing_min_agree_with_trailing_median(seed):
     low = stats.trailing_min(values, window)
     assert np.all(low[count == 0] == np.inf)
     assert np.all(low[count > 0] <= med[count > 0])
+
+
+def test_remembered_measurements_follow_the_thresholds_in_force():
+    """The same Run judged under a configuration that moves TP-DIVERGE's limit, then
+    without it: memo.last_series must not answer one with the other's measurement."""
+    n = 2_000
+    steps = np.arange(1, n + 1, dtype=float)
+    loss = np.r_[np.linspace(3.0, 1.0, n // 2), np.linspace(1.0, 1.35, n // 2)]
+    loss = loss * (1 + 0.01 * np.random.default_rng(3).standard_normal(n))
+    run = build_run("m", "python", RawLog({"loss": (steps, loss)}, n, step_column="step"), {})
+    ids = lambda rep: sorted({f.rule_id for f in rep.findings})  # noqa: E731
+    plain = ids(judge_run(run))
+    with overridden_thresholds({"TP-DIVERGE": {"ratio": 1.2, "min_block": 5.0}}):
+        strict = ids(judge_run(run))
+    assert ids(judge_run(run)) == plain and "TP-DIVERGE" in strict and "TP-DIVERGE" not in plain
