@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainproof import curves, stats
+from trainproof import curves, schedule, stats
 from trainproof.curves import thin
 from trainproof.engine import judge_run
 from trainproof.model import Run, Series
@@ -105,12 +105,35 @@ def _spikes_reference(run, f):
     return np.flatnonzero(spike), base, start
 
 
+def _schedule_reference(run):
+    """schedule._read as it was: the finite LR copied, its moves computed by each reader."""
+    planned = schedule.planned_steps(run.meta)
+    span = run.step_span
+    last = float(span[1]) if span is not None else None
+    lr = run.get("lr")
+    if lr is None:
+        return schedule.Schedule(None, None, (), (), planned, last)
+    ok = np.isfinite(lr.values)
+    steps, values = lr.steps[ok], lr.values[ok]
+    if values.size == 0 or not np.any(values > 0):
+        return schedule.Schedule(None, None, (), (), planned, last)
+    warm_i, rising = schedule._warmup(values)
+    prefix_end = warm_i if warm_i is not None else 0
+    return schedule.Schedule(float(steps[warm_i]) if warm_i is not None else None, float(values.max()),
+                             tuple(float(steps[i]) for i in schedule._restarts(values, prefix_end)),
+                             tuple(float(steps[i]) for i in schedule._zero_touches(values)),
+                             planned, last, rising)
+
+
 @contextlib.contextmanager
 def _reference(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every function #14 replaced, put back as it was, for the length of the block."""
+    schedule._last = None
     with monkeypatch.context() as m:
         m.setattr(curves, "thin", _thin_reference)
         m.setattr(gradients, "_spikes", _spikes_reference)
+        m.setattr(schedule, "_read", _schedule_reference)
+        m.setattr(schedule, "_last", None)  # the schedule remembered from the run judged before
         for module in (run_rules, rise):  # memo.last_series: measured again at every call
             for name in ("loss_blocks", "loss_noise", "_divergence", "measure_rise", "first_point_is_full"):
                 fn = getattr(module, name, None)
@@ -150,6 +173,10 @@ def _generated_run(seed: int) -> Run:
         grad[rng.integers(0, n, 3)] = rng.choice([np.nan, np.inf], 3)
     warm = int(n * rng.uniform(0, 0.2))
     lr = np.r_[np.linspace(1e-6, 1e-4, warm), np.linspace(1e-4, 1e-6, n - warm)] if warm else np.full(n, 1e-4)
+    if rng.random() < 0.3:
+        lr[rng.integers(0, n, 2)] = np.nan
+    if rng.random() < 0.3:  # cosine with restarts
+        lr = 1e-4 * (0.5 + 0.5 * np.cos(np.linspace(0, 6 * np.pi, n)))
     raw = RawLog({"loss": (steps, loss), "grad_norm": (steps, grad), "learning_rate": (steps, lr)}, n,
                  meta={"max_steps": float(steps[-1]) * rng.choice([1.0, 1.5])}, step_column="step")
     return build_run(f"gen{seed}", "python", raw, {})
