@@ -149,6 +149,33 @@ def test_the_typed_path_is_taken_on_regular_lines(tmp_path: Path, monkeypatch: p
     assert sum(r is not None for r in calls) > 10
 
 
+def test_columns_streamed_from_typed_rows_keep_gaps_and_nan_strings(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """rows._streamed (a dense typed column converted without its list) is taken, with a
+    few gaps (rows without the key) and "nan"/"NaN" strings among the values, and reads as
+    the general path does; more than a few NaN hand the column back to the list way."""
+    monkeypatch.setattr(jsonl, "BLOCK", 65536)
+    rng = random.Random(5)
+    lines = []
+    for i in range(6000):
+        row: dict[str, object] = {"step": i, "loss": rng.uniform(0, 3), "lr": 1e-4}
+        if i % 97 == 5:
+            del row["loss"]  # a gap
+        if i % 131 == 7:
+            row["loss"] = rng.choice(["nan", "NaN", "2.5", 7])
+        if i > 3000 and i % 3 == 0:
+            row["lr"] = "nan"  # many NaN values: the list way
+        lines.append(json.dumps(row))
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    taken = []
+    streamed = rows._streamed
+    monkeypatch.setattr(rows, "_streamed", lambda *a: taken.append((a[0], r := streamed(*a))) or r)
+    fast, general = _both(jsonl.read, path, monkeypatch)
+    _same(fast, general)
+    assert ("loss", True) in taken and ("lr", True) in taken and ("lr", False) in taken
+
+
 def test_the_typed_path_is_taken_on_trainer_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hf, "SLICE", 2048)
     path = tmp_path / "trainer_state.json"

@@ -65,7 +65,7 @@ class Skip:
         return self.detail
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # weakref: memo.last_series
 class Series:
     """One metric of one run: steps sorted ascending, unique; NaN/Inf kept as evidence."""
 

@@ -86,17 +86,18 @@ def _read(run: Run) -> Schedule:
     if lr is None:
         return Schedule(None, None, (), (), planned, last)
     ok = np.isfinite(lr.values)
-    steps, values = lr.steps[ok], lr.values[ok]
+    steps, values = (lr.steps, lr.values) if ok.all() else (lr.steps[ok], lr.values[ok])
     if values.size == 0 or not np.any(values > 0):
         return Schedule(None, None, (), (), planned, last)
     peak = float(values.max())
-    warm_i, rising_to_end = _warmup(values)
+    moves = _moves(values)  # one pass, read by warm-up and restarts alike
+    warm_i, rising_to_end = _warmup(values, moves)
     warmup_end = float(steps[warm_i]) if warm_i is not None else None
     prefix_end = warm_i if warm_i is not None else 0
     return Schedule(
         warmup_end=warmup_end,
         peak_lr=peak,
-        restarts=tuple(float(steps[i]) for i in _restarts(values, prefix_end)),
+        restarts=tuple(float(steps[i]) for i in _restarts(values, prefix_end, moves)),
         zero_touches=tuple(float(steps[i]) for i in _zero_touches(values)),
         planned_steps=planned,
         last_step=last,
@@ -124,12 +125,12 @@ def _moves(values: np.ndarray) -> np.ndarray:
     return up.astype(np.int8) - down.astype(np.int8)
 
 
-def _warmup(values: np.ndarray) -> tuple[int | None, bool]:
+def _warmup(values: np.ndarray, moves: np.ndarray | None = None) -> tuple[int | None, bool]:
     """(index where the initial rise first reaches its peak, whether it is still rising at
     the last point). The initial rise is the longest prefix that never goes down; warm-up
     is seen only when that prefix ends higher than it began."""
     n = values.size
-    moves = _moves(values)
+    moves = _moves(values) if moves is None else moves
     downs = np.flatnonzero(moves < 0)
     j = int(downs[0]) if downs.size else n - 1  # last index of the prefix
     top = float(values[: j + 1].max())
@@ -144,9 +145,9 @@ def _warmup(values: np.ndarray) -> tuple[int | None, bool]:
     return (n - 1 if still else first), bool(still)
 
 
-def _restarts(values: np.ndarray, start: int) -> list[int]:
+def _restarts(values: np.ndarray, start: int, moves: np.ndarray | None = None) -> list[int]:
     """Indices after `start` where the LR rises and the last move before it was a fall."""
-    moves = _moves(values)[start:]
+    moves = (_moves(values) if moves is None else moves)[start:]
     idx = np.flatnonzero(moves)
     if idx.size < 2:
         return []

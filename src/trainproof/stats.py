@@ -178,6 +178,50 @@ def trailing_median(values: np.ndarray, window: int) -> tuple[np.ndarray, np.nda
     return med, count
 
 
+def trailing_median_at(values: np.ndarray, window: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`trailing_median(values, window)` at the indices `idx` only, value for value: a
+    rule that needs the baseline at a few candidate points does not sort a window for
+    every point of a 5M-point log."""
+    idx = np.asarray(idx, dtype=np.intp)
+    med, count = np.empty(idx.size), np.empty(idx.size, dtype=np.int_)
+    back = np.arange(-window, 0)
+    for lo in range(0, idx.size, _ROWS):
+        at = idx[lo: lo + _ROWS, None] + back  # the window's positions; < 0 before the log
+        part = np.where(at >= 0, values[np.maximum(at, 0)].astype(np.float64), np.nan)
+        count[lo: lo + _ROWS] = np.sum(~np.isnan(part), axis=1)
+        if window >= _NANMEDIAN_SORTS:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                med[lo: lo + _ROWS] = np.nanmedian(part, axis=1)
+        else:
+            med[lo: lo + _ROWS] = _nanmedian_rows(part, count[lo: lo + _ROWS])
+    return med, count
+
+
+def trailing_median_where(values: np.ndarray, window: int, factor: float,
+                          mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indices, trailing median there, count there) at the points of `mask` that may lie
+    above `factor` (> 0) x their trailing median: every such point is among the indices.
+    A point above `factor` x a window's median is above `factor` x its least value (a
+    median is never below it), so one pass per window position leaves a few candidates
+    instead of a window sorted for each of 5M points."""
+    if factor > 0:
+        mask = mask & (values > factor * trailing_min(values, window))
+    cand = np.flatnonzero(mask)
+    return (cand, *trailing_median_at(values, window, cand))
+
+
+def trailing_min(values: np.ndarray, window: int) -> np.ndarray:
+    """For each index, the least of the up to `window` values before it, NaN ignored; +inf
+    where there is none. Never above `trailing_median` there (a median of values is not below
+    their least), so it finds the few points a rule must take a trailing median at."""
+    n = values.size
+    out = np.full(n, np.inf)
+    for k in range(1, min(window, n - 1) + 1):
+        np.fmin(out[k:], values[:-k], out=out[k:])
+    return out
+
+
 # np.nanmedian sorts rows shorter than this through numpy.ma (whose import costs ~10 ms
 # of every short run); _nanmedian_rows does the same arithmetic without it.
 _NANMEDIAN_SORTS = 600

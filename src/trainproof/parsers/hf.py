@@ -133,7 +133,8 @@ def read(path: Path) -> RawLog:
         for entries, bools, typed in chunks:
             if typed:  # the typed rows hold no boolean
                 add_columns(entries, template.keys, lambda k, rows=entries: template.column(rows, k), cols,
-                            records, "step", may_have_bools=False)
+                            records, "step", may_have_bools=False,
+                            cells=lambda k, rows=entries: template.cells(rows, k))
                 records += len(entries)
                 continue
             rows = entries if set(map(type, entries)) == {dict} else [e for e in entries if type(e) is dict]

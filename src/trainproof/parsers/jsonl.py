@@ -130,7 +130,8 @@ def read(path: Path) -> RawLog:
             take(decode_block(chunk, tally, planned), chunk)
         elif typed:
             add_columns(typed, template.keys, lambda key: template.column(typed, key), cols, tally.records,
-                        step_key, may_have_bools=False)  # the typed rows hold no boolean
+                        step_key, may_have_bools=False,  # the typed rows hold no boolean
+                        cells=lambda key: template.cells(typed, key))
             tally.records += len(typed)
 
     with open_log(path) as fh:

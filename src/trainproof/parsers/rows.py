@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from itertools import compress, repeat
 from operator import is_not
 from typing import Any
@@ -116,13 +116,49 @@ def add_rows(rows: list[dict[str, Any]], cols: Columns, first_index: int, step_k
                 may_have_bools)
 
 
+# a key -> (an iterator over every row's value, None where absent; row i's value), or None
+# when the first row has no value (a sparse column, read from the list below)
+Cells = Callable[[str], "tuple[Iterator[Any], Callable[[int], Any]] | None"]
+
+
+def _streamed(key: str, cells: Cells, n: int, steps: np.ndarray, cols: Columns) -> bool:
+    """_numbers without the list of cells (typed rows only, which hold no boolean): numpy
+    converts the cells as they are read, the same conversion np.array applies to the list.
+    A NaN is a gap where the row has no value; with more than a few NaN, or any Inf or a
+    cell numpy cannot convert, returns False and adds nothing (the list way decides)."""
+    got = cells(key)
+    if got is None:
+        return False
+    it, cell = got
+    try:
+        arr = np.fromiter(it, dtype=np.float64, count=n)
+    except (ValueError, TypeError, OverflowError):
+        return False
+    if np.isinf(arr).any():
+        return False
+    nan = np.flatnonzero(np.isnan(arr))
+    if nan.size > _FEW_MISSING:
+        return False
+    gaps = [i for i in nan.tolist() if cell(i) is None]
+    if not gaps:
+        cols.extend(key, steps, arr)
+    else:
+        keep = np.ones(n, dtype=bool)
+        keep[gaps] = False
+        cols.extend(key, steps[keep], arr[keep])
+    return True
+
+
 def add_columns(rows: list[Any], keys: Iterable[str], get: Getter, cols: Columns, first_index: int,
-                step_key: str | None, may_have_bools: bool = True) -> None:
+                step_key: str | None, may_have_bools: bool = True, cells: Cells | None = None) -> None:
     """The columns of decoded rows, whatever holds them (dicts, or typed.py's structs):
-    `get(key)` gives every row's value for `key`, None where the row has none."""
+    `get(key)` gives every row's value for `key`, None where the row has none; `cells`
+    (typed rows) the same without building the list."""
     steps = steps_for(rows, step_key, first_index, may_have_bools, get)
     for key in keys:
         if key == step_key:
+            continue
+        if cells is not None and not may_have_bools and rows and _streamed(key, cells, len(rows), steps, cols):
             continue
         vals = get(key)
         # a first cell that is a gap suggests a sparse column (eval rows), cheaper below

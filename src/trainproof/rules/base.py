@@ -35,6 +35,12 @@ def overridden_thresholds(values: Mapping[str, Mapping[str, float]]) -> Iterator
         _OVERRIDES.reset(token)
 
 
+def thresholds_in_force() -> object:
+    """The overrides of the judging in progress (None: the declared values), as an object
+    whose identity changes when they do: memo.last_series keys on it."""
+    return _OVERRIDES.get()
+
+
 @dataclass(frozen=True)
 class Threshold:
     value: float

@@ -351,13 +351,14 @@ def initial_drop_end(run: Run) -> float | None:
 
 
 def _spikes(run: Run, f: Series) -> tuple[np.ndarray, np.ndarray, float]:
-    """(indices of judged spikes, local medians, the step judging starts after)."""
-    base, count = stats.trailing_median(f.values, int(_BASELINE.value))
+    """(indices of judged spikes, local medians (NaN where not needed), the start step)."""
     edges = [float(f.steps[0]), read_schedule(run).warmup_end, initial_drop_end(run)]
     start = max(e for e in edges if e is not None)
-    spike = ((count >= _SPIKE["min_baseline"].value) & (f.steps > start)
-             & (f.values > _SPIKE["ratio"].value * base) & (f.values > _SPIKE["floor"].value))
-    return np.flatnonzero(spike), base, start
+    ratio, maybe = _SPIKE["ratio"].value, (f.steps > start) & (f.values > _SPIKE["floor"].value)
+    cand, med, count = stats.trailing_median_where(f.values, int(_BASELINE.value), ratio, maybe)
+    base = np.full(f.values.size, np.nan)
+    base[cand] = med  # gradient_spike reads it at the spikes only
+    return cand[(count >= _SPIKE["min_baseline"].value) & (f.values[cand] > ratio * med)], base, start
 
 
 def _burst(idx: np.ndarray) -> int | None:

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainproof import stats
+from trainproof.memo import last_series
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules import eval_witness as ew
 from trainproof.rules import steady_fall as sf
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gate import not_yet, progress_gate
-from trainproof.rules.run import DIVERGE, G, divergence_measure, finite_loss, loss_blocks, seen_phrase
+from trainproof.rules.run import DIVERGE, G, divergence_measure, finite_loss, loss_blocks, loss_noise, seen_phrase
 
 DEAD_RUN = rule(
     id="TP-DEAD-RUN", level=Level.FAIL, group=G,
@@ -180,6 +181,7 @@ def from_full_start(s: Series) -> Series:
     return Series(s.name, s.steps[1:], s.values[1:])
 
 
+@last_series
 def measure_rise(s: Series) -> Rise:
     """TP-LOSS-ROSE's test on a positive finite loss (TP-DEAD-RUN defers to it)."""
     s = from_full_start(s)
@@ -223,6 +225,7 @@ def loss_rose(run: Run) -> list[Finding] | Skip:
                               test=r.test, seen=seen_phrase(gate))]
 
 
+@last_series
 def first_point_is_full(s: Series) -> bool:
     """Does the first logged point cover a whole logging interval, like the points after it?
     A first point logged earlier than one typical interval from step 0 averages fewer
@@ -269,7 +272,7 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
     if start <= 0:
         return Skip(SkipKind.DEGENERATE, "start loss is not positive; relative improvement is meaningless")
     improvement = (start - end) / start
-    sigma = stats.log_noise(s.values)
+    sigma = loss_noise(s)
     # Standard error of log(start / end): one point's sigma for a first-point start, a
     # median's for a block start; the end is a median of m points.
     start_var = 1.0 if full else stats.MEDIAN_SE**2 / b.size

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from trainproof import stats
+from trainproof.memo import last_series
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules import zeros  # noqa: F401  (registers zero-loss, which flat-loss follows)
 from trainproof.rules.base import Example, Threshold, check, rule
@@ -139,14 +140,27 @@ DIVERGE_NOISE = rule(
 )
 
 
+@last_series
 def loss_blocks(s: Series) -> stats.Blocks:
     """The loss as divergence and the compare floor see it: medians of blocks."""
     return stats.block_medians(s.steps, s.values, int(DIVERGE.t("min_block")), int(DIVERGE.t("max_blocks")))
 
 
+@last_series
+def loss_noise(s: Series) -> float:
+    """stats.log_noise of the series' values, measured once per series."""
+    return stats.log_noise(s.values)
+
+
 def divergence_measure(s: Series) -> tuple[bool, dict[str, float]]:
     """TP-DIVERGE's test on a positive finite loss: (does it fire, the numbers measured).
     The rules that defer to TP-DIVERGE ask it here rather than repeating it."""
+    fires, measured = _divergence(s)
+    return fires, dict(measured)
+
+
+@last_series
+def _divergence(s: Series) -> tuple[bool, dict[str, float]]:
     b = loss_blocks(s)
     i = int(np.argmin(b.medians))
     floor, end = float(b.medians[i]), float(b.medians[-1])
@@ -154,7 +168,7 @@ def divergence_measure(s: Series) -> tuple[bool, dict[str, float]]:
     first, last = float(s.steps[0]), float(s.steps[-1])
     through = (b.steps[i] - first) / (last - first) if last > first else 0.0
     j = int(np.argmin(s.values))
-    sigma = stats.log_noise(s.values)
+    sigma = loss_noise(s)
     se = stats.MEDIAN_SE * sigma * np.sqrt(2.0 / b.size)
     gap_se = float(np.log(end / floor) / se) if se > 0 else np.inf
     after, held_se = _held_after_floor(s.values, b, i, floor, sigma)
