@@ -159,6 +159,26 @@ def test_a_run_logged_more_often_than_its_baseline_is_judged_in_its_own_cadence(
     assert "TP-LOSS-OFF-TRACK" not in {f.rule_id for f in apply("compare", pair).findings}
 
 
+
+def test_a_baseline_too_sparse_to_measure_its_noise_leaves_the_runs_own():
+    """Early in a dense run against a baseline logged every 50 steps, 2 baseline points
+    fall in the shared steps: no noise can be measured from them, and a width of 0 would
+    call the run's chance 1.06x off track; the run's own noise (10 % a batch) measures it."""
+    import numpy as np
+
+    from trainproof.engine import apply
+    from trainproof.examples import run_from
+    from trainproof.rules.compare import Pair
+
+    base_steps = np.arange(50, 1001, 50, dtype=np.float64)
+    base = run_from({"steps": base_steps, "loss": 3.0 + 0 * base_steps}, "base.jsonl")
+    every = np.arange(1, 111, dtype=np.float64)
+    wiggle = np.tile([1.0, 1.1, 0.92, 1.05, 0.95], 22)
+    pair = Pair(base, run_from({"steps": every, "loss": 3.18 * wiggle}, "run.jsonl"))
+    t = pair.loss
+    assert not isinstance(t, str) and t.base_sigma == 0 and t.replica_sigma == t.run_sigma > 0
+    assert "TP-LOSS-OFF-TRACK" not in {f.rule_id for f in apply("compare", pair).findings}
+
 def test_the_evidence_that_fails_each_broken_run_early(run_cli, tmp_path):
     """At 10 % the loss of an lr=0 run cannot be told from a healthy one in warm-up; its
     logged learning rate can. lr_hot and bad_labels are off track on the loss itself, and

@@ -156,13 +156,17 @@ def align(run: Series, bases: list[Series], name: str) -> Track | str:
     last = float(steps[-1])
     # Each side's noise from its own logged points over the compared steps: interpolated
     # values are smoothed and would understate it.
-    shared = [b.steps <= last for b in bases]
-    base_sigma = float(np.median([stats.log_noise(b.values[(b.steps >= lo) & m])
-                                  for b, m in zip(bases, shared, strict=True)]))
-    base_gap = float(np.median([_spacing(b.steps[(b.steps >= lo) & m]) for b, m in zip(bases, shared, strict=True)]))
-    denser = base_gap / _spacing(steps)
+    own = [(b.steps >= lo) & (b.steps <= last) for b in bases]
+    base_sigma = float(np.median([stats.log_noise(b.values[m]) for b, m in zip(bases, own, strict=True)]))
+    run_sigma = stats.log_noise(values)
+    denser = float(np.median([_spacing(b.steps[m]) for b, m in zip(bases, own, strict=True)])) / _spacing(steps)
     replica = base_sigma * float(np.sqrt(denser)) if denser > 1 else base_sigma
-    return Track(name, steps, values, interp, stats.log_noise(values), base_sigma, replica)
+    if not base_sigma > 0:
+        # Under 3 baseline points over these steps (a sparse baseline early on): its noise
+        # cannot be measured, and a zero width would call any gap real; the run's own
+        # noise is the only measure left.
+        replica = run_sigma
+    return Track(name, steps, values, interp, run_sigma, base_sigma, replica)
 
 
 def _spacing(steps: np.ndarray) -> float:
