@@ -24,9 +24,15 @@ GAP = Threshold(
     "The run's end and the baseline's at the same step are fixed positions, not the lowest of "
     "many blocks (TP-DIVERGE's floor, biased low, needs 4): a one-sided 3-width gap is "
     "crossed by noise about once in 700 comparisons. A width is the standard error of the "
-    "difference of the two end medians from the logs' own batch noise, or the spread of "
-    "several baselines' ends when that is wider (seeds differ by more than batches do); the "
-    "gap is counted from the top of that envelope (the baseline itself when there is one).")
+    "difference of the two end medians were the run a healthy replica of the baseline: the "
+    "baseline's batch noise over the same steps on both sides (raised by sqrt(spacing ratio) "
+    "where the run logs more often, as fewer batches per logged point scatter more), never "
+    "the run's own scatter, which the damage inflates (an lr x100 wreck jumps ~26 % per point "
+    "and would be 2 widths in its own noise). Healthy gallery seeds scatter up to ~3x their "
+    "baseline at some cuts and still stay under it with the 5 % floor. Several baselines: "
+    "the spread of their ends when that is wider (seeds differ by more than batches do); the "
+    "gap is counted from the top of that envelope (the baseline itself when there is one). "
+    "TP-NEG-IMPROVE measures the run's own start-to-end change in the run's own noise.")
 MIN_GAIN = Threshold(
     3, "noise widths",
     "The baseline's own start-to-end gain sets the scale of the share rules only once it is "

@@ -6,8 +6,15 @@ inside the baselines' common step range, each baseline interpolated at those ste
 run that is still going is therefore judged against where the baseline was at the same
 step, never against the baseline's end. Several baselines (seeds of the known-good
 recipe) are reduced to their per-step median, and the spread of their ends is the
-envelope a run is measured against; with one baseline the noise comes from the logs'
-own point-to-point scatter, as TP-DIVERGE measures it."""
+envelope a run is measured against.
+
+Whether a gap between run and baseline is real is judged in the noise of the known-good
+run(s): their point-to-point scatter over the compared steps (as TP-DIVERGE measures
+it), taken for both sides of the difference. The run's own scatter is not used there,
+because the damage being tested for inflates it: a run wrecked in its first points
+(lr x100 on a pretrained model) jumps by ~26 % per point, and measured in that "noise" its
+wreck would look like chance. Under the hypothesis being tested - the run is a healthy
+replica of the baseline - its scatter is the baseline's."""
 
 from __future__ import annotations
 
@@ -81,8 +88,13 @@ class Track:
     steps: np.ndarray
     run: np.ndarray
     bases: np.ndarray  # (number of baselines, len(steps)): each interpolated at `steps`
-    run_sigma: float  # the logs' own log-space point noise (stats.log_noise)
+    run_sigma: float  # the run's own log-space point noise (stats.log_noise)
     base_sigma: float  # the baselines' median point noise over the same steps
+    # The run's point noise if it were a healthy replica of the baseline: base_sigma, raised
+    # by sqrt(baseline spacing / run spacing) when the run logs more often than the baseline
+    # (a logged loss that averages fewer batches is noisier); never lowered, so a logger
+    # that does not average is only judged more leniently.
+    replica_sigma: float
 
     @cached_property
     def base(self) -> np.ndarray:
@@ -105,9 +117,10 @@ class Track:
         return Side(start, end, k, float(values[i]), float(self.steps[i]))
 
     def end_se(self) -> float:
-        """Log-space standard error of (run end median - baseline end median)."""
+        """Log-space standard error of (run end median - baseline end median) were the
+        run a healthy replica of the baseline: both sides in the baseline's noise."""
         k = edge_k(self.n)
-        return stats.MEDIAN_SE * float(np.sqrt((self.run_sigma ** 2 + self.base_sigma ** 2) / k))
+        return stats.MEDIAN_SE * float(np.sqrt((self.replica_sigma ** 2 + self.base_sigma ** 2) / k))
 
     def change_se(self, sigma: float) -> float:
         """Log-space standard error of one side's (start median - end median)."""
@@ -127,7 +140,7 @@ class Track:
         spread = float(np.log(hi / lo))
         if self.bases.shape[0] > 1 and spread > se:
             return spread, f"the spread of {self.bases.shape[0]} baselines' ends"
-        return se, "the logs' own batch noise"
+        return se, "the baseline's batch noise"
 
 
 def align(run: Series, bases: list[Series], name: str) -> Track | str:
@@ -143,9 +156,25 @@ def align(run: Series, bases: list[Series], name: str) -> Track | str:
     last = float(steps[-1])
     # Each side's noise from its own logged points over the compared steps: interpolated
     # values are smoothed and would understate it.
-    base_sigma = float(np.median([stats.log_noise(b.values[(b.steps >= lo) & (b.steps <= last)])
-                                  for b in bases]))
-    return Track(name, steps, values, interp, stats.log_noise(values), base_sigma)
+    own = [(b.steps >= lo) & (b.steps <= last) for b in bases]
+    base_sigma = float(np.median([stats.log_noise(b.values[m]) for b, m in zip(bases, own, strict=True)]))
+    run_sigma = stats.log_noise(values)
+    denser = float(np.median([_spacing(b.steps[m]) for b, m in zip(bases, own, strict=True)])) / _spacing(steps)
+    replica = base_sigma * float(np.sqrt(denser)) if denser > 1 else base_sigma
+    if not base_sigma > 0:
+        # Under 3 baseline points over these steps (a sparse baseline early on): its noise
+        # cannot be measured, and a zero width would call any gap real; the run's own
+        # noise is the only measure left.
+        replica = run_sigma
+    return Track(name, steps, values, interp, run_sigma, base_sigma, replica)
+
+
+def _spacing(steps: np.ndarray) -> float:
+    """Median steps between successive logged points; repeated steps (a resume) are not a
+    spacing, and with none left there is nothing to compare: 1."""
+    d = np.diff(steps)
+    d = d[d > 0]
+    return float(np.median(d)) if d.size else 1.0
 
 
 @dataclass(frozen=True)
