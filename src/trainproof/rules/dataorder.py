@@ -16,7 +16,7 @@ from trainproof import stats
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules import evalcurve  # noqa: F401  (imported first, as the package would: keeps the catalogue's order)
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.gradients import G, finite_loss, where
+from trainproof.rules.gradients import G, positive_loss, where
 
 
 def _sorted_epochs(epochs: int, per: int, lo: float = 1.0, hi: float = 3.0) -> list[float]:
@@ -174,11 +174,9 @@ def _profile(v: np.ndarray, epoch: np.ndarray) -> Profile | None:
 @check("epoch-sawtooth", EPOCH_SAWTOOTH)
 def epoch_sawtooth(run: Run) -> list[Finding] | Skip:
     r = EPOCH_SAWTOOTH
-    s = finite_loss(run, int(r.t("min_points")))
+    s = positive_loss(run, int(r.t("min_points")), "a climb is judged as a ratio")
     if isinstance(s, Skip):
         return s
-    if s.values.min() <= 0:
-        return Skip(SkipKind.DEGENERATE, "loss is not positive; a climb is judged as a ratio")
     got = _epochs(run, s)
     if got is None:
         return Skip(SkipKind.NO_DATA, "no epoch column and no num_train_epochs/max_steps")
@@ -249,11 +247,9 @@ _MOST_DECIMALS = 12  # beyond this a loss was not printed rounded
 @check("stuck-batch", STUCK_BATCH)
 def stuck_batch(run: Run) -> list[Finding] | Skip:
     r = STUCK_BATCH
-    s = finite_loss(run, int(r.t("min_points")))
+    s = positive_loss(run, int(r.t("min_points")), "exact zeros are zero-loss's")
     if isinstance(s, Skip):
         return s
-    if s.values.min() <= 0:
-        return Skip(SkipKind.DEGENERATE, "loss is not positive (exact zeros are zero-loss's)")
     k = len(s) // 2
     end = float(stats.median(s.values[-max(3, int(len(s) * r.t("end_fraction"))):]))
     fall = float(s.values[0]) / end

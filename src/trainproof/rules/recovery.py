@@ -14,7 +14,7 @@ import numpy as np
 from trainproof import stats
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.gradients import G, finite_loss, initial_drop_end, where
+from trainproof.rules.gradients import G, initial_drop_end, positive_loss, where
 from trainproof.rules.run import DIVERGE, divergence_measure
 from trainproof.schedule import read_schedule
 
@@ -124,11 +124,9 @@ def _spikes(run: Run, s: Series) -> list[Spike]:
 @check("spike-recovery", SPIKE_UNRECOVERED)
 def spike_recovery(run: Run) -> list[Finding] | Skip:
     r = SPIKE_UNRECOVERED
-    s = finite_loss(run, int(r.t("min_points")))
+    s = positive_loss(run, int(r.t("min_points")), "a spike's height is judged as a ratio")
     if isinstance(s, Skip):
         return s
-    if s.values.min() <= 0:
-        return Skip(SkipKind.DEGENERATE, "loss is not positive; a spike's height is judged as a ratio")
     if not np.isfinite(run.series["loss"].values[-1]):
         return Skip(SkipKind.COVERED, "the loss ends non-finite: judged by nan")
     bad = [k for k in _spikes(run, s)

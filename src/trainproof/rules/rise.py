@@ -17,6 +17,7 @@ from trainproof.rules import eval_witness as ew
 from trainproof.rules import steady_fall as sf
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gate import not_yet, progress_gate
+from trainproof.rules.gradients import positive_loss
 from trainproof.rules.run import DIVERGE, G, divergence_measure, finite_loss, loss_blocks, loss_noise, seen_phrase
 
 DEAD_RUN = rule(
@@ -201,11 +202,9 @@ def measure_rise(s: Series) -> Rise:
 
 @check("rise", LOSS_ROSE, loss_curve=True)
 def loss_rose(run: Run) -> list[Finding] | Skip:
-    s = finite_loss(run, int(LOSS_ROSE.t("min_points")))
+    s = positive_loss(run, int(LOSS_ROSE.t("min_points")), "end/start ratio is meaningless")
     if isinstance(s, Skip):
         return s
-    if s.values.min() <= 0:
-        return Skip(SkipKind.DEGENERATE, "loss is not positive; end/start ratio is meaningless")
     gate = progress_gate(run, s)
     if not gate.open:
         return not_yet(gate)
