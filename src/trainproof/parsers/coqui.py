@@ -3,7 +3,10 @@
 Training blocks start at `--> TIME: ... GLOBAL_STEP: N` and list `| > key: value
 (running avg)`; the value, not the running average, is the point. `--> EVAL
 PERFORMANCE` blocks list `| > avg_key: value (+delta)` and become eval_* columns at
-the last global step seen. BEST MODEL and CHECKPOINT lines are kept as metadata."""
+the last global step seen. BEST MODEL and CHECKPOINT lines are kept as metadata, and so is
+where each evaluation's weights can lie on disk (meta["coqui_evals"]: the eval's step and
+the first training step logged after it), for parsers/beside.py to match the run
+directory's best_model_N.pth / checkpoint_N.pth files against."""
 
 from __future__ import annotations
 
@@ -38,6 +41,9 @@ class Decoder:
         self.records = 0
         self.best: list[str] = []
         self.checkpoints: list[str] = []
+        # one [eval step, first train step logged after it or None] per evaluation: a few
+        # hundred at most (one per epoch)
+        self.evals: list[list[float | None]] = []
 
     def feed(self, lines: Iterable[bytes]) -> None:
         for raw in lines:
@@ -53,10 +59,13 @@ class Decoder:
             sm = _STEP.search(line)
             if sm:
                 self.step, self.mode = float(sm.group(1)), "train"
+                if self.evals and self.evals[-1][1] is None:
+                    self.evals[-1][1] = self.step
                 self.records += 1
         elif b"EVAL PERFORMANCE" in line:
             self.mode = "eval"
             self.records += 1
+            self.evals.append([self.step, None])
         elif b"BEST MODEL" in line or b"CHECKPOINT" in line:
             sv = _SAVED.search(line)
             if sv:
@@ -71,6 +80,8 @@ class Decoder:
             meta["best_model"] = self.best[-1]
         if self.checkpoints:
             meta["last_checkpoint"] = self.checkpoints[-1]
+        if self.evals:
+            meta["coqui_evals"] = [list(e) for e in self.evals]
         return RawLog(self.cols.arrays(), self.records, notes=self.cols.bad_notes(), meta=meta,
                       step_column="GLOBAL_STEP")
 
