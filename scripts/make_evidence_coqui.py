@@ -13,8 +13,8 @@ gradient norm of 0 it never computed), seed 42, one CPU thread, about 2 s a run.
 evaluates and calls save_best_model at every epoch end; checkpoint_N.pth every 20 steps,
 the last 2 kept (save_n_checkpoints).
 
-- `best_kept`: save_best_after=0 (0.4.0's default): best_model_48.pth, the eval minimum, stays.
-- `best_gone`: save_best_after=100 (the default was 10,000 steps before the 0.1 releases;
+- `best_saved`: save_best_after=0 (0.4.0's default): best_model_48.pth, the eval minimum, stays.
+- `best_unsaved`: save_best_after=100 (10,000 steps by default in early releases of the `trainer` package;
   100 is that setting at this run's scale): the eval minimum (step 48) comes before step
   100, so Coqui never saves it; its first and only BEST MODEL is best_model_104.pth.
 
@@ -39,7 +39,7 @@ from torch import nn
 from trainer import Trainer, TrainerArgs, TrainerConfig, TrainerModel
 
 OUT = Path(__file__).resolve().parent.parent / "evidence" / "coqui"
-RUNS = {"best_kept": 0, "best_gone": 100}
+RUNS = {"best_saved": 0, "best_unsaved": 100}
 SEED = 42
 N_TRAIN = 64
 NOISE = 0.3  # share of training and eval labels replaced by random ones
@@ -95,7 +95,7 @@ def run(name: str, save_best_after: int) -> dict[str, object]:
     shutil.rmtree(work, ignore_errors=True)
     config = TrainerConfig(
         run_name=name, output_path=str(work), epochs=40, batch_size=8, eval_batch_size=128,
-        lr=LR, optimizer="Adam", optimizer_params={}, print_step=1, plot_step=1000,
+        lr=LR, optimizer="Adam", optimizer_params={}, print_step=4, plot_step=1000,
         save_step=20, save_n_checkpoints=2, save_best_after=save_best_after,
         dashboard_logger="tensorboard", print_eval=False, run_eval=True, grad_clip=5.0)
     epochs: list[dict[str, object]] = []
@@ -136,6 +136,7 @@ def main() -> None:
     for name, after in RUNS.items():
         meta = run(name, after)
         meta.update({
+            "framework": "coqui",
             "recipe": "MLP 16-256-4, 4-way teacher labels with 30% noise, 64 train / 512 eval "
                       "examples; Adam lr 2e-3, batch 8, 40 epochs of 8 steps, grad_clip 5, "
                       "save_step 20, save_n_checkpoints 2",

@@ -186,9 +186,10 @@ _COQUI_WEIGHTS = re.compile(r"(checkpoint|best_model)_(\d+)\.pth$")
 def beside_coqui(path: Path, meta: dict[str, object]) -> dict[str, object]:
     """Meta entries for a Coqui text log at `path`: "checkpoints" with the evaluations
     (their logged steps) whose weights a .pth file in the log's directory holds. An
-    evaluation's weights are those of the last training step before it, which lies from
-    the eval's own logged step up to (not including) the first step logged after it.
-    Nothing when the directory holds no .pth file (a log copied on its own)."""
+    evaluation's weights are those of its epoch's last training step: known exactly when
+    the log's `STEP: i/n` says where the epoch ends, else somewhere from the eval's own
+    logged step up to (not including) the first step logged after it. Nothing when the
+    directory holds no .pth file (a log copied on its own)."""
     evals = meta.get("coqui_evals")
     if not isinstance(evals, list) or not evals:
         return {}
@@ -216,7 +217,10 @@ def beside_coqui(path: Path, meta: dict[str, object]) -> dict[str, object]:
 def _coqui_eval(evals: list[list[float | None]], trained: int) -> int | None:
     """The logged step of the evaluation whose weights are those after step `trained`, if any."""
     held = None
-    for step, after in evals:  # in log order: one per epoch
-        if step is not None and step <= trained and (after is None or trained < after):
+    for step, end, after in evals:  # in log order: one per epoch
+        if end is not None:
+            if trained == end:
+                held = int(step)
+        elif step is not None and step <= trained and (after is None or trained < after):
             held = int(step)
     return held

@@ -38,7 +38,7 @@ BEST_GONE = rule(
     "its best evaluation ends with the best weights deleted and only the overfitted ones left: "
     "the GPU hours that reached the best model are spent and its result cannot be recovered "
     "without training again. Coqui's Trainer keeps its best model out of checkpoint rotation, "
-    "but saves none before save_best_after steps (10,000 by default before its 0.1 releases): "
+    "but saves none before save_best_after steps (10,000 by default in early releases of its `trainer` package): "
     "an eval minimum before then is never saved, and its first BEST MODEL is a later, worse one.",
     fix="Set load_best_model_at_end=True with metric_for_best_model (the Trainer then keeps the "
     "best checkpoint), or raise save_total_limit (Coqui: lower save_best_after); to recover, "
