@@ -106,3 +106,14 @@ def test_best_model_pth_is_the_last_best_model_line(tmp_path):
     (tmp_path / "checkpoint_15.pth").touch()
     got = beside_coqui(tmp_path / "trainer_0_log.txt", {"coqui_evals": exact, "best_model": "best_model_8.pth"})
     assert got["checkpoints"]["files"] == {"4": "best_model.pth", "12": "checkpoint_15.pth"}
+
+
+def test_a_clipped_gradient_norm_is_read_from_its_tensor_repr(tmp_path):
+    # coqui-tts-trainer 0.4.0 logs clip_grad_norm_'s tensor as it prints: tensor(3.3801)
+    g = read_run(log("best_unsaved")).get("grad_norm")
+    assert g is not None and len(g) == 80 and g.values[0] == pytest.approx(3.3801)
+    f = tmp_path / "trainer_0_log.txt"
+    f.write_text("   --> TIME: x -- STEP: 0/7 -- GLOBAL_STEP: 0\n"
+                 "     | > loss: 1.5  (1.5)\n"
+                 "     | > grad_norm: tensor(2.5000, device='cuda:0')  (tensor(2.5000, device='cuda:0'))\n")
+    assert read_run(f).get("grad_norm").values.tolist() == [2.5]

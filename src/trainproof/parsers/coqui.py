@@ -23,6 +23,9 @@ _ANSI = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]")
 _STEP = re.compile(rb"GLOBAL_STEP:\s*(-?\d+)")
 _IN_EPOCH = re.compile(rb"STEP:\s*(\d+)/(\d+)\s*--")  # the batch index and the epoch's last index
 _FIELD = re.compile(rb"^\s*\|\s*>\s*([\w./-]+):\s*(\S+)")
+# Coqui logs a clipped gradient norm as the tensor's repr: `tensor(3.3801)`, on a GPU
+# `tensor(3.3801, device='cuda:0')` (cut at the space by _FIELD)
+_TENSOR = re.compile(rb"tensor\(([^,)]+)[,)]")
 _SAVED = re.compile(rb">\s*(BEST MODEL|CHECKPOINT)\s*:\s*(\S.*?)\s*$")
 
 
@@ -102,6 +105,9 @@ def read(path: Path) -> RawLog:
 
 def _field(cols: Columns, mode: str, step: float, key: str, raw: bytes) -> None:
     name = key if mode == "train" else "eval_" + key.removeprefix("avg_")
+    tm = _TENSOR.match(raw)
+    if tm:
+        raw = tm.group(1)
     v = number(raw.decode("ascii", "replace"))
     if v is None:
         cols.reject(name)
