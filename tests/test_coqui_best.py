@@ -117,3 +117,15 @@ def test_a_clipped_gradient_norm_is_read_from_its_tensor_repr(tmp_path):
                  "     | > loss: 1.5  (1.5)\n"
                  "     | > grad_norm: tensor(2.5000, device='cuda:0')  (tensor(2.5000, device='cuda:0'))\n")
     assert read_run(f).get("grad_norm").values.tolist() == [2.5]
+
+
+def test_a_hostile_step_index_is_read_without_overflow(tmp_path):
+    f = tmp_path / "trainer_0_log.txt"
+    huge = "9" * 5000
+    f.write_text(f"   --> TIME: x -- STEP: 0/{huge} -- GLOBAL_STEP: {huge}\n     | > loss: 1.5  (1.5)\n"
+                 "  --> EVAL PERFORMANCE\n     | > avg_loss: 1.2  (+0.0)\n"
+                 " > BEST MODEL : /x/best_model_9.pth\n")
+    (tmp_path / "best_model_9.pth").touch()
+    run = read_run(f)
+    assert run.meta["checkpoints"]["steps"] == []
+    judge_run(run)

@@ -17,6 +17,7 @@ never guess them."""
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -218,9 +219,11 @@ def _coqui_eval(evals: list[list[float | None]], trained: int) -> int | None:
     """The logged step of the evaluation whose weights are those after step `trained`, if any."""
     held = None
     for step, end, after in evals:  # in log order: one per epoch
+        if step is None or not math.isfinite(step):  # a hostile log's step: matches no file
+            continue
         if end is not None:
             if trained == end:
                 held = int(step)
-        elif step is not None and step <= trained and (after is None or trained < after):
+        elif step <= trained and (after is None or trained < after):
             held = int(step)
     return held

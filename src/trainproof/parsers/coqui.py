@@ -69,7 +69,8 @@ class Decoder:
                     self.evals[-1][2] = self.step
                 im = _IN_EPOCH.search(line)
                 # batch i of an epoch whose last index is n: the epoch ends n - i steps on
-                self.epoch_end = self.step + int(im.group(2)) - int(im.group(1)) if im else None
+                # (floats: a hostile 5,000-digit index must not overflow or hit int's digit limit)
+                self.epoch_end = self.step + float(im.group(2)) - float(im.group(1)) if im else None
                 self.records += 1
         elif b"EVAL PERFORMANCE" in line:
             self.mode = "eval"
