@@ -63,6 +63,8 @@ RECORDS: dict[str, tuple[tuple[str, str], ...]] = {
     # HF Trainer output directories: the state doctor judges, the latest checkpoint's
     "declared": (("trainer_state.json", "checkpoint-*/trainer_state.json"),),
     "declared_lightning": (("CSVLogger", "csv/metrics.csv"),),
+    # Coqui Trainer run directories: the text log beside the .pth files it names
+    "coqui": (("trainer_0_log.txt", "trainer_0_log.txt"),),
 }
 # The frameworks that ran the shared byte-MLP recipes (healthy, diverging) of
 # scripts/make_evidence_common.py; trl's GRPO runs are RL fine-tunes with their own names.
@@ -82,6 +84,8 @@ EVIDENCE_EXPECTED = {
     "eval_no_labels": frozenset({"WARN"}), "best_gone": frozenset({"WARN"}),
     "best_kept": frozenset({"PASS"}), "early_stopped": frozenset({"PASS"}),
     "lr_hardcoded": frozenset({"WARN"}), "healthy_cosine": frozenset({"PASS"}),
+    # coqui/: both runs overfit on purpose (TP-OVERFIT); only best_unsaved lost its best model
+    "best_unsaved": frozenset({"WARN"}), "best_saved": frozenset({"WARN"}),
 }
 
 

@@ -162,6 +162,10 @@ def read_run(path: Path, fmt_name: str = "auto", mapping: Mapping[str, str] | No
         from trainproof.parsers.beside import beside_hparams  # a Lightning version directory
 
         raw.meta.update(beside_hparams(path))
+    elif fmt.name == "coqui" and run is None and path.is_file():
+        from trainproof.parsers.beside import beside_coqui  # the run directory's .pth files
+
+        raw.meta.update(beside_coqui(path, raw.meta))
     return build_run(shown, fmt.name, raw, mapping or {})
 
 

@@ -17,6 +17,7 @@ never guess them."""
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -174,3 +175,55 @@ def beside_hparams(path: Path) -> dict[str, object]:
     if len(values) != 1:  # none, or lr and learning_rate that disagree: nothing declared
         return {}
     return {"declared": {"learning_rate": values.pop(), "source": str(f), "kind": "hparams"}}
+
+
+# Coqui's Trainer (trainer/io.py) names its weights by step: checkpoint_N.pth is saved after
+# the optimizer step logged as GLOBAL_STEP N, best_model_N.pth at an epoch's end once the
+# step counter has moved on to N, so it holds the weights of step N - 1; best_model.pth is a
+# copy of the latest best_model_N.pth, the file the last "BEST MODEL" line names.
+_COQUI_WEIGHTS = re.compile(r"(checkpoint|best_model)_(\d+)\.pth$")
+
+
+def beside_coqui(path: Path, meta: dict[str, object]) -> dict[str, object]:
+    """Meta entries for a Coqui text log at `path`: "checkpoints" with the evaluations
+    (their logged steps) whose weights a .pth file in the log's directory holds. An
+    evaluation's weights are those of its epoch's last training step: known exactly when
+    the log's `STEP: i/n` says where the epoch ends, else somewhere from the eval's own
+    logged step up to (not including) the first step logged after it. Nothing when the
+    directory holds no .pth file (a log copied on its own)."""
+    evals = meta.get("coqui_evals")
+    if not isinstance(evals, list) or not evals:
+        return {}
+    here = path.parent
+    try:
+        names = [p.name for p in itertools.islice(here.iterdir(), MAX_LISTED) if p.suffix == ".pth"]
+    except OSError:
+        return {}
+    if not names:
+        return {}
+    best = meta.get("best_model")
+    steps: dict[int, str] = {}
+    for name in names:
+        m = _COQUI_WEIGHTS.match(best if name == "best_model.pth" and isinstance(best, str) else name)
+        if not m:
+            continue
+        trained = int(m.group(2)) - (m.group(1) == "best_model")
+        held = _coqui_eval(evals, trained)
+        if held is not None:
+            steps.setdefault(held, name)
+    return {"checkpoints": {"dir": str(here), "steps": sorted(steps), "judged": None, "own_state": False,
+                            "kind": "coqui", "files": {str(k): v for k, v in steps.items()}}}
+
+
+def _coqui_eval(evals: list[list[float | None]], trained: int) -> int | None:
+    """The logged step of the evaluation whose weights are those after step `trained`, if any."""
+    held = None
+    for step, end, after in evals:  # in log order: one per epoch
+        if step is None or not math.isfinite(step):  # a hostile log's step: matches no file
+            continue
+        if end is not None:
+            if trained == end:
+                held = int(step)
+        elif step <= trained and (after is None or trained < after):
+            held = int(step)
+    return held

@@ -3,7 +3,11 @@
 Training blocks start at `--> TIME: ... GLOBAL_STEP: N` and list `| > key: value
 (running avg)`; the value, not the running average, is the point. `--> EVAL
 PERFORMANCE` blocks list `| > avg_key: value (+delta)` and become eval_* columns at
-the last global step seen. BEST MODEL and CHECKPOINT lines are kept as metadata."""
+the last global step seen. BEST MODEL and CHECKPOINT lines are kept as metadata, and so is
+which weights each evaluation judged (meta["coqui_evals"]: the eval's logged step, the
+epoch's last training step when `STEP: i/n` says it, and the first training step logged
+after it), for parsers/beside.py to match the run directory's best_model_N.pth /
+checkpoint_N.pth files against."""
 
 from __future__ import annotations
 
@@ -17,7 +21,11 @@ from trainproof.parsers.compressed import open_log
 NAME = "coqui"
 _ANSI = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]")
 _STEP = re.compile(rb"GLOBAL_STEP:\s*(-?\d+)")
+_IN_EPOCH = re.compile(rb"STEP:\s*(\d+)/(\d+)\s*--")  # the batch index and the epoch's last index
 _FIELD = re.compile(rb"^\s*\|\s*>\s*([\w./-]+):\s*(\S+)")
+# Coqui logs a clipped gradient norm as the tensor's repr: `tensor(3.3801)`, on a GPU
+# `tensor(3.3801, device='cuda:0')` (cut at the space by _FIELD)
+_TENSOR = re.compile(rb"tensor\(([^,)]+)[,)]")
 _SAVED = re.compile(rb">\s*(BEST MODEL|CHECKPOINT)\s*:\s*(\S.*?)\s*$")
 
 
@@ -38,6 +46,10 @@ class Decoder:
         self.records = 0
         self.best: list[str] = []
         self.checkpoints: list[str] = []
+        # one [eval step, the epoch's last train step or None, first train step logged after
+        # it or None] per evaluation: a few hundred at most (one per epoch)
+        self.evals: list[list[float | None]] = []
+        self.epoch_end: float | None = None
 
     def feed(self, lines: Iterable[bytes]) -> None:
         for raw in lines:
@@ -53,10 +65,17 @@ class Decoder:
             sm = _STEP.search(line)
             if sm:
                 self.step, self.mode = float(sm.group(1)), "train"
+                if self.evals and self.evals[-1][2] is None:
+                    self.evals[-1][2] = self.step
+                im = _IN_EPOCH.search(line)
+                # batch i of an epoch whose last index is n: the epoch ends n - i steps on
+                # (floats: a hostile 5,000-digit index must not overflow or hit int's digit limit)
+                self.epoch_end = self.step + float(im.group(2)) - float(im.group(1)) if im else None
                 self.records += 1
         elif b"EVAL PERFORMANCE" in line:
             self.mode = "eval"
             self.records += 1
+            self.evals.append([self.step, self.epoch_end, None])
         elif b"BEST MODEL" in line or b"CHECKPOINT" in line:
             sv = _SAVED.search(line)
             if sv:
@@ -71,6 +90,8 @@ class Decoder:
             meta["best_model"] = self.best[-1]
         if self.checkpoints:
             meta["last_checkpoint"] = self.checkpoints[-1]
+        if self.evals:
+            meta["coqui_evals"] = [list(e) for e in self.evals]
         return RawLog(self.cols.arrays(), self.records, notes=self.cols.bad_notes(), meta=meta,
                       step_column="GLOBAL_STEP")
 
@@ -85,6 +106,9 @@ def read(path: Path) -> RawLog:
 
 def _field(cols: Columns, mode: str, step: float, key: str, raw: bytes) -> None:
     name = key if mode == "train" else "eval_" + key.removeprefix("avg_")
+    tm = _TENSOR.match(raw)
+    if tm:
+        raw = tm.group(1)
     v = number(raw.decode("ascii", "replace"))
     if v is None:
         cols.reject(name)

@@ -1,8 +1,9 @@
 """The best checkpoint is gone: the run's best evaluation (its eval-loss minimum, or the
 Trainer's own best_model_checkpoint) points at a checkpoint-N/ directory that is not in
-the output directory, while later, worse checkpoints are. What is on disk comes from
-parsers/beside.py (Run.meta["checkpoints"]); declared once here, decided by the judge
-below it."""
+the output directory, while later, worse checkpoints are. A Coqui Trainer run directory
+is judged the same way, its best_model_N.pth / checkpoint_N.pth files matched to the
+evaluations they hold. What is on disk comes from parsers/beside.py
+(Run.meta["checkpoints"]); declared once here, decided by the judge below it."""
 
 from __future__ import annotations
 
@@ -28,17 +29,20 @@ BEST_GONE = rule(
     "{kept} (eval_loss {kept_loss:.4g}), gives back {lost:.0%} of the run's eval improvement "
     "({first_loss:.4g} -> {best_loss:.4g}){why}",
     summary="The step of the lowest eval loss (or trainer_state's best_model_checkpoint) has no "
-    "checkpoint-N/ directory in the output directory, while checkpoints saved after it, with a "
-    "clearly higher eval loss, remain.",
+    "checkpoint-N/ directory in the output directory (for a Coqui run: no best_model_N.pth or "
+    "checkpoint_N.pth holding that evaluation's weights beside trainer_0_log.txt), while "
+    "checkpoints saved after it, with a clearly higher eval loss, remain.",
     why="save_total_limit deletes the oldest checkpoints as new ones are written; the Trainer "
     "keeps the best one out of that rotation only when it tracks a best metric "
     "(load_best_model_at_end or metric_for_best_model). Without it, a run that overfits after "
     "its best evaluation ends with the best weights deleted and only the overfitted ones left: "
     "the GPU hours that reached the best model are spent and its result cannot be recovered "
-    "without training again.",
+    "without training again. Coqui's Trainer keeps its best model out of checkpoint rotation, "
+    "but saves none before save_best_after steps (10,000 by default in early releases of its `trainer` package): "
+    "an eval minimum before then is never saved, and its first BEST MODEL is a later, worse one.",
     fix="Set load_best_model_at_end=True with metric_for_best_model (the Trainer then keeps the "
-    "best checkpoint), or raise save_total_limit; to recover, retrain to the best step from the "
-    "oldest checkpoint kept before it, if any.",
+    "best checkpoint), or raise save_total_limit (Coqui: lower save_best_after); to recover, "
+    "retrain to the best step from the oldest checkpoint kept before it, if any.",
     thresholds={
         "lost": Threshold(0.1, "of the eval improvement",
                           "The kept checkpoints' best eval loss is compared with the run's best, "
@@ -57,7 +61,9 @@ BEST_GONE = rule(
     passes=Example({"loss": [3.0 - 0.2 * i for i in range(8)], "eval_loss": _EVAL,
                     "meta": {"checkpoints": {"dir": "out", "steps": [3, 8], "judged": 8, "own_state": False}}},
                    note="the same run with load_best_model_at_end: checkpoint 3 kept"),
-    limits="HF Trainer output directories (checkpoint-N/ beside the trainer_state.json) only, "
+    limits="HF Trainer output directories (checkpoint-N/ beside the trainer_state.json) and "
+    "Coqui Trainer run directories (the .pth files beside trainer_0_log.txt; a Coqui log read "
+    "without them is not judged) only, "
     "and only the eval loss as the measure of best unless the Trainer recorded its own "
     "best_model_checkpoint. An evaluation that fell between saves had no checkpoint to keep: "
     "it counts as gone too, since its weights were never saved.",
@@ -78,7 +84,7 @@ def _trainer_best(run: Run, on_disk: set[int]) -> int | None:
 def best_checkpoint_gone(run: Run) -> list[Finding] | Skip:
     ck = run.meta.get("checkpoints")
     if not isinstance(ck, Mapping) or not ck.get("steps"):
-        return Skip(SkipKind.NO_DATA, "no checkpoint-N directories beside the log")
+        return Skip(SkipKind.NO_DATA, "no saved checkpoints beside the log")
     declared = run.meta.get("declared")
     metric = declared.get("metric_for_best_model") if isinstance(declared, Mapping) else None
     ev = run.get("eval_loss")
@@ -104,8 +110,22 @@ def best_checkpoint_gone(run: Run) -> list[Finding] | Skip:
     lost = gap / (first - best_loss)
     if lost < BEST_GONE.t("lost") or gap < BEST_GONE.t("noise") * stats.point_noise(ev.values):
         return []
-    why = " (trainer_state's own best_model_checkpoint)" if recorded is not None else ""
-    return [BEST_GONE.finding(Location(run.path, best_step), best=f"checkpoint-{int(best_step)}",
+    best, kept, why = _names(run, ck, int(best_step), kept_step)
+    if recorded is not None:
+        why = " (trainer_state's own best_model_checkpoint)"
+    return [BEST_GONE.finding(Location(run.path, best_step), best=best,
                               best_step=best_step, best_loss=best_loss, dir=str(ck.get("dir")),
-                              kept=f"checkpoint-{kept_step}", kept_loss=kept_loss, lost=lost,
+                              kept=kept, kept_loss=kept_loss, lost=lost,
                               first_loss=first, why=why)]
+
+
+def _names(run: Run, ck: Mapping[str, object], best_step: int, kept_step: int) -> tuple[str, str, str]:
+    """How the missing best and the kept checkpoint are named: checkpoint-N/ for the HF
+    Trainer; for Coqui the file that holds the kept evaluation, and what its last
+    BEST MODEL line named."""
+    files = ck.get("files")
+    if ck.get("kind") != "coqui" or not isinstance(files, Mapping):
+        return f"checkpoint-{best_step}", f"checkpoint-{kept_step}", ""
+    said = run.meta.get("best_model")
+    why = f" (Coqui's last BEST MODEL line names {said})" if isinstance(said, str) else ""
+    return f"the model evaluated at step {best_step}", str(files.get(str(kept_step))), why
