@@ -50,6 +50,8 @@ class Decoder:
         # it or None] per evaluation: a few hundred at most (one per epoch)
         self.evals: list[list[float | None]] = []
         self.epoch_end: float | None = None
+        # grad_norm values logged, and how many were a bare 0 rather than a tensor's repr
+        self.grad_norms = [0, 0]
 
     def feed(self, lines: Iterable[bytes]) -> None:
         for raw in lines:
@@ -59,7 +61,11 @@ class Decoder:
         m = _FIELD.match(line)
         if m:
             if self.mode:
-                _field(self.cols, self.mode, self.step, m.group(1).decode("ascii", "replace"), m.group(2))
+                key = m.group(1).decode("ascii", "replace")
+                if key == "grad_norm" and self.mode == "train":
+                    self.grad_norms[0] += 1
+                    self.grad_norms[1] += number(m.group(2).decode("ascii", "replace")) == 0.0
+                _field(self.cols, self.mode, self.step, key, m.group(2))
             return
         if b"GLOBAL_STEP:" in line:
             sm = _STEP.search(line)
@@ -92,8 +98,15 @@ class Decoder:
             meta["last_checkpoint"] = self.checkpoints[-1]
         if self.evals:
             meta["coqui_evals"] = [list(e) for e in self.evals]
-        return RawLog(self.cols.arrays(), self.records, notes=self.cols.bad_notes(), meta=meta,
-                      step_column="GLOBAL_STEP")
+        columns, notes = self.cols.arrays(), list(self.cols.bad_notes())
+        if self.grad_norms[0] and self.grad_norms[0] == self.grad_norms[1]:
+            # Coqui's trainer computes the norm only to clip it: with grad_clip 0 it logs a
+            # literal 0 at every step (a computed norm is logged as `tensor(...)`), so an
+            # all-bare-zero column says "not measured", never "the gradients were zero"
+            columns.pop("grad_norm", None)
+            notes.append("grad_norm is a bare 0 at every step: Coqui logs that when it does not "
+                         "compute the norm (grad_clip 0), so it is not read as a gradient norm")
+        return RawLog(columns, self.records, notes=notes, meta=meta, step_column="GLOBAL_STEP")
 
 
 def read(path: Path) -> RawLog:
