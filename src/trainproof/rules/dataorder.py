@@ -16,7 +16,8 @@ from trainproof import stats
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules import evalcurve  # noqa: F401  (imported first, as the package would: keeps the catalogue's order)
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.gradients import G, positive_loss, where
+from trainproof.rules.gradients import G, where
+from trainproof.rules.run import positive_loss
 
 
 def _sorted_epochs(epochs: int, per: int, lo: float = 1.0, hi: float = 3.0) -> list[float]:

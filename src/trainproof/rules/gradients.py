@@ -44,15 +44,6 @@ def finite_loss(run: Run, minimum: int) -> Series | Skip:
     return finite_series(run, "loss", minimum)
 
 
-def positive_loss(run: Run, minimum: int, why: str) -> Series | Skip:
-    """The finite loss points for a rule that judges the loss in ratios: a typed skip, saying
-    `why` a ratio needs it, when any of them is zero or negative."""
-    s = finite_loss(run, minimum)
-    if not isinstance(s, Skip) and s.values.min() <= 0:
-        return Skip(SkipKind.DEGENERATE, f"loss is not positive; {why}")
-    return s
-
-
 # ---------------------------------------------------------------- did the loss react?
 
 _REACT_POINTS = Threshold(

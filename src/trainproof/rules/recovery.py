@@ -14,8 +14,8 @@ import numpy as np
 from trainproof import stats
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.gradients import G, initial_drop_end, positive_loss, where
-from trainproof.rules.run import DIVERGE, divergence_measure
+from trainproof.rules.gradients import G, initial_drop_end, where
+from trainproof.rules.run import DIVERGE, divergence_measure, positive_loss
 from trainproof.schedule import read_schedule
 
 _plateau = [2.0, 1.8, 1.65, 1.55, 1.5, 1.46, 1.43, 1.41, 1.4, 1.39, 1.38, 1.37, 1.37, 1.36, 1.36, 1.35]

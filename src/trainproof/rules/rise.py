@@ -17,8 +17,16 @@ from trainproof.rules import eval_witness as ew
 from trainproof.rules import steady_fall as sf
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gate import not_yet, progress_gate
-from trainproof.rules.gradients import positive_loss
-from trainproof.rules.run import DIVERGE, G, divergence_measure, finite_loss, loss_blocks, loss_noise, seen_phrase
+from trainproof.rules.run import (
+    DIVERGE,
+    G,
+    divergence_measure,
+    finite_loss,
+    loss_blocks,
+    loss_noise,
+    positive_loss,
+    seen_phrase,
+)
 
 DEAD_RUN = rule(
     id="TP-DEAD-RUN", level=Level.FAIL, group=G,

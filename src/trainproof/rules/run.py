@@ -17,6 +17,16 @@ from trainproof.rules.gate import Gate, not_yet, progress_gate
 from trainproof.rules.gradients import G, finite_loss
 from trainproof.rules.gradients import where as _where
 
+
+def positive_loss(run: Run, minimum: int, why: str) -> Series | Skip:
+    """The finite loss points for a rule that judges the loss in ratios: a typed skip, saying
+    `why` a ratio needs it, when any of them is zero or negative."""
+    s = finite_loss(run, minimum)
+    if not isinstance(s, Skip) and s.values.min() <= 0:
+        return Skip(SkipKind.DEGENERATE, f"loss is not positive; {why}")
+    return s
+
+
 _BLOCK = Threshold(
     3, "points",
     "Floors and ends are medians of blocks of consecutive logged points: a level counts as "
