@@ -94,7 +94,8 @@ DIVERGE = rule(
     evidence="end loss {end} vs floor {floor} around step {floor_step} ({through:.0%} through the "
     "run); ratio {ratio:.2f} > {limit_ratio}, {gap_se:.0f} standard errors above the batch noise "
     "(medians of {block}-point blocks; raw min {raw_min} at step {raw_min_step}, raw end {raw_end}); "
-    "held for {after} points after the floor, their median {held_se:.0f} standard errors above it{seen}",
+    "held for {after} points after the floor, their median {held_se:.0f} standard errors above it; "
+    "{gave} (>= {limit_min_giveback:.0%}){seen}",
     summary="The run ended far above the best loss it had reached.",
     why="Hours of training after the best point made the model worse; the checkpoint worth "
     "keeping is behind you and every further step costs GPU time for nothing.",
@@ -125,12 +126,29 @@ DIVERGE = rule(
             "Sustained, not a late spike: the median of every point after the floor's block must "
             "also sit this many standard errors above the floor (the same bar as min_gap_se), so "
             "most of the run after its best point is worse than it, not just the last block."),
+        "min_giveback": Threshold(
+            0.1, "of the run's own gain (start -> floor, in the loss's units)",
+            "A ratio to the floor is the wrong unit near zero: a classifier that memorised its "
+            "train set (0.22 -> 0.0078 -> 0.021, public run fresh2/atharva-m) ends 2.7x its floor, "
+            "5 standard errors up, on a rise of 0.013 nats - 6 % of what it had gained. A run "
+            "that diverges loses a large part of what it learned or climbs back above its start: "
+            "every diverging log TP-DIVERGE failed before this bar (evidence/curve, "
+            "../shared/corpus lr_hot and fp16_nan, the public runs labelled FAIL) gives back more "
+            "than all of its gain (>= 110 %), and a loss "
+            "that fell 1.9 -> 0.09 and then grows 1 % a step passes 10 % once it has tripled its "
+            "floor (about 110 steps; tests/test_invariance.py's held rise ends at 15 %). Runs that "
+            "converge or overfit and then jitter at their floor give back 2-7 % (public runs). "
+            "Differences of losses over a difference of losses: the same for any loss scale or "
+            "unit (nats or bits). Block medians, as for the floor and end."),
     },
     fires=Example({"loss": [1.4, 1.3, 1.2, 1.25, 2.5, 4.0, 6.0, 7.5, 7.4]}),
     passes=Example({"loss": [1.5, 1.3, 1.2, 1.1, 1.05, 1.0, 1.02, 1.01, 1.0]}),
     limits="A positive loss is required: ratios of losses that can be negative (ELBO, "
     "RL objectives) are meaningless, so the check is skipped for them. A floor in the last "
-    "blocks of the log is not judged: a loss that only now turned up is for a later look.",
+    "blocks of the log is not judged: a loss that only now turned up is for a later look. "
+    "A rise from a near-zero floor that is a small share of the run's gain (a memorised "
+    "loss jittering by hundredths of a nat) is not reported here, however many noise units "
+    "it is; overfitting shows on the eval loss (TP-OVERFIT).",
 )
 
 DIVERGE_NOISE = rule(
@@ -182,15 +200,27 @@ def _divergence(s: Series) -> tuple[bool, dict[str, float]]:
     se = stats.MEDIAN_SE * sigma * np.sqrt(2.0 / b.size)
     gap_se = float(np.log(end / floor) / se) if se > 0 else np.inf
     after, held_se = _held_after_floor(s.values, b, i, floor, sigma)
+    # Share of the gain (first block -> floor) given back by the end; a floor in the first
+    # block never gained anything, so any rise gives back "all" of it.
+    start = float(b.medians[0])
+    giveback = (end - floor) / (start - floor) if start > floor else (np.inf if end > floor else 0.0)
     measured = dict(end=end, floor=floor, floor_step=float(b.steps[i]), ratio=ratio,
+                    start=start, giveback=float(giveback),
                     through=float(through), block=b.size, raw_end=float(s.values[-1]),
                     raw_min=float(s.values[j]), raw_min_step=float(s.steps[j]), sigma=sigma,
                     gap_se=float(gap_se), blocks_after=b.medians.size - 1 - i, held_se=held_se,
                     after=after)
     fires = (ratio > DIVERGE.t("ratio") and gap_se > DIVERGE.t("min_gap_se")
              and measured["blocks_after"] >= DIVERGE.t("min_blocks_after_floor")
-             and held_se > DIVERGE.t("min_held_se"))
+             and held_se > DIVERGE.t("min_held_se") and giveback >= DIVERGE.t("min_giveback"))
     return bool(fires), measured
+
+
+def _gave(m: dict[str, float]) -> str:
+    """The give-back clause of TP-DIVERGE's evidence."""
+    if np.isfinite(m["giveback"]):
+        return f"gave back {m['giveback']:.0%} of its gain from {m['start']:.4g} to the floor"
+    return f"never below its start {m['start']:.4g}: every rise gives back all it gained"
 
 
 def _held_after_floor(values: np.ndarray, b: stats.Blocks, i: int, floor: float,
@@ -221,7 +251,8 @@ def loss_diverging(run: Run) -> list[Finding] | Skip:
         return not_yet(gate)
     fires, common = divergence_measure(s)
     if fires:
-        return [DIVERGE.finding(_where(run, common["floor_step"]), seen=seen_phrase(gate), **common)]
+        return [DIVERGE.finding(_where(run, common["floor_step"]), seen=seen_phrase(gate),
+                                gave=_gave(common), **common)]
     raw_ratio = float(s.values[-1] / common["raw_min"])
     if max(raw_ratio, common["ratio"]) > DIVERGE_NOISE.t("ratio"):
         return [DIVERGE_NOISE.finding(_where(run, common["raw_min_step"]), raw_ratio=raw_ratio, **common)]
