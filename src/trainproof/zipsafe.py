@@ -56,7 +56,11 @@ def open_zip(path: Path, limits: ZipLimits = ZipLimits()) -> zipfile.ZipFile:
         n = declared_entries(fh)
     if n is not None and n > limits.max_entries:
         raise ZipRefused(f"the ZIP directory lists {n} entries, over the {limits.max_entries} cap")
-    zf = zipfile.ZipFile(path)
+    try:
+        zf = zipfile.ZipFile(path)
+    except (UnicodeDecodeError, ValueError, OverflowError, NotImplementedError) as exc:
+        # a name flagged UTF-8 that is not, a field out of range, a ZIP version zipfile refuses
+        raise ZipRefused(f"the ZIP directory cannot be read ({type(exc).__name__}: {exc})") from None
     try:
         check_directory(zf, path, limits)
     except BaseException:
@@ -84,8 +88,13 @@ def declared_entries(fh: BinaryIO) -> int | None:
     return count
 
 
+# The methods the zipfile module inflates (torch.save writes every entry stored).
+_INFLATABLE = frozenset({zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA})
+
+
 def check_directory(zf: zipfile.ZipFile, path: Path, limits: ZipLimits = ZipLimits()) -> None:
-    """Raise ZipRefused for duplicate names, overlapping entries or inflation past the caps."""
+    """Raise ZipRefused for duplicate names, overlapping entries, a compression method the
+    zipfile module cannot inflate, or inflation past the caps."""
     infos = zf.infolist()
     if len(infos) > limits.max_entries:
         raise ZipRefused(f"the ZIP directory lists {len(infos)} entries, over the {limits.max_entries} cap")
@@ -96,6 +105,9 @@ def check_directory(zf: zipfile.ZipFile, path: Path, limits: ZipLimits = ZipLimi
     for i in infos:
         if i.compress_type == zipfile.ZIP_STORED:
             continue
+        if i.compress_type not in _INFLATABLE:  # zipfile would raise NotImplementedError on open
+            raise ZipRefused(f"entry {i.filename} uses ZIP compression method {i.compress_type}, "
+                             "which cannot be read")
         if i.file_size > limits.max_ratio * max(i.compress_size, 1):
             raise ZipRefused(f"entry {i.filename} declares {i.file_size} bytes from {i.compress_size} "
                              f"compressed (over {limits.max_ratio:g}x): not inflated")

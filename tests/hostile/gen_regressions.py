@@ -13,6 +13,9 @@ REGRESSIONS = Path(__file__).resolve().parent / "regressions"
 KNOWN = {
     "torch-zip-name-invalid-utf8.pt": (CHECKPOINT, "broken", "invalid-utf8"),
     "clearml-zip-name-invalid-utf8.zip": (LOG, "unreadable", "invalid-utf8"),
+    "torch-zip-unknown-method.pt": (CHECKPOINT, "unreadable", "zip-method"),
+    "torch-zip-local-name-invalid-utf8.pt": (CHECKPOINT, "broken", "invalid-utf8"),
+    "torch-zip-unknown-version.pt": (CHECKPOINT, "unreadable", "zip-version"),
 }
 
 

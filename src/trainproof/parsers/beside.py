@@ -80,7 +80,9 @@ def checkpoints(here: Path) -> dict[str, object] | None:
 def read_training_args(path: Path) -> dict[str, Any]:
     """The FIELDS of a torch.save'd TrainingArguments as plain values (enums by their
     value). Raises ValueError with one line when the file is not that."""
+    import lzma
     import zipfile
+    import zlib
 
     from trainproof.probes.pickle_scan import PickleError, scan_pickle  # only where the file is
     from trainproof.zipsafe import declared_entries
@@ -98,7 +100,8 @@ def read_training_args(path: Path) -> dict[str, Any]:
                 raise ValueError(f"data.pkl declares {pkl.file_size} bytes, over {MAX_ARGS_BYTES}")
             with zf.open(pkl) as fh:
                 data = fh.read(MAX_ARGS_BYTES + 1)[:MAX_ARGS_BYTES]
-    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, OverflowError,
+            zlib.error, lzma.LZMAError) as exc:
         raise ValueError(f"not a readable torch.save archive ({type(exc).__name__})") from None
     try:
         root = scan_pickle(data, MAX_OPCODES).root

@@ -10,6 +10,7 @@ object within a node budget. A refused file is UNREADABLE (could not judge), nev
 
 from __future__ import annotations
 
+import lzma
 import struct
 import sys
 import zipfile
@@ -28,6 +29,12 @@ LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 PROGRESS_BYTES = 2 << 30  # progress on a terminal for files past this size
 
 
+# What opening and reading one entry of a damaged ZIP can raise: a bad local header, a
+# local name that is not UTF-8 (UnicodeDecodeError, a ValueError), a compression method
+# or stream zipfile cannot inflate (NotImplementedError, zlib/lzma errors, bz2's OSError).
+_ENTRY_ERRORS = (zipfile.BadZipFile, EOFError, zlib.error, lzma.LZMAError, OSError, ValueError, NotImplementedError)
+
+
 def inspect_torch(path: Path, caps: ReadCaps) -> FileScan:
     size = path.stat().st_size
     with path.open("rb") as fh:
@@ -43,9 +50,10 @@ def inspect_torch(path: Path, caps: ReadCaps) -> FileScan:
     except zipfile.BadZipFile as exc:
         return FileScan(str(path), "torch-zip", Integrity.TRUNCATED, size=size, detail=(
             f"the ZIP ends before its central directory ({exc}): the write stopped part-way"))
-    except (UnicodeDecodeError, ValueError, OverflowError) as exc:
-        # zipfile decodes entry names flagged UTF-8 strictly and trusts directory fields:
-        # a directory torch never writes is not a checkpoint we can read
+    except (UnicodeDecodeError, ValueError, OverflowError, NotImplementedError) as exc:
+        # zipfile decodes entry names flagged UTF-8 strictly, trusts directory fields and
+        # refuses versions it does not know: a directory torch never writes is not a
+        # checkpoint we can read
         return FileScan(str(path), "torch-zip", Integrity.UNREADABLE, size=size, detail=(
             f"the ZIP directory cannot be read ({type(exc).__name__}: {exc})"))
     with zf:
@@ -103,7 +111,7 @@ def _inspect_zip(path: Path, size: int, zf: zipfile.ZipFile, caps: ReadCaps) -> 
     try:
         data = _read_capped(zf, pkl, caps.pickle_bytes)
         result = scan_pickle(data)
-    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
+    except _ENTRY_ERRORS as exc:
         scan.integrity, scan.detail = Integrity.CORRUPT, f"{pkl.filename}: {exc}"
         return scan
     except PickleError as exc:
@@ -148,7 +156,7 @@ def _read_capped(zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -> bytes:
 def _byteorder(zf: zipfile.ZipFile, prefix: str) -> str:
     try:
         text = _read_capped(zf, zf.getinfo(prefix + "byteorder"), 16).decode("ascii", "replace").strip()
-    except (KeyError, zipfile.BadZipFile, EOFError, zlib.error):  # the CRC pass reports a bad entry
+    except (KeyError, *_ENTRY_ERRORS):  # the CRC pass reports a bad entry
         return "<"
     return ">" if text == "big" else "<"
 
@@ -210,7 +218,7 @@ def _stream_entries(scan: FileScan, zf: zipfile.ZipFile, infos: list[zipfile.Zip
                 count_stream(chunks, st_spans[0].dtype, st_spans[1], order)
             for _ in chunks:
                 pass
-        except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
+        except _ENTRY_ERRORS as exc:
             scan.integrity, scan.detail = Integrity.CORRUPT, f"{info.filename}: {exc}"
             return
     progress.done()
