@@ -164,8 +164,9 @@ def _reference(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         m.setattr(recovery, "_spikes", _recovery_spikes_reference)
         m.setattr(schedule, "_read", _schedule_reference)
         m.setattr(schedule, "_last", None)  # the schedule remembered from the run judged before
-        for module in (run_rules, rise):  # memo.last_series: measured again at every call
-            for name in ("loss_blocks", "loss_noise", "_divergence", "measure_rise", "first_point_is_full"):
+        for module in (run_rules, rise, gradients):  # memo.last_series: measured again at every call
+            for name in ("loss_blocks", "loss_noise", "_divergence", "measure_rise", "first_point_is_full",
+                         "_drop_end"):
                 fn = getattr(module, name, None)
                 if fn is not None and hasattr(fn, "__wrapped__"):
                     m.setattr(module, name, fn.__wrapped__)

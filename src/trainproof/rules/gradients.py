@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainproof import stats
+from trainproof import memo, stats
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.schedule import read_schedule
@@ -328,7 +328,12 @@ def initial_drop_end(run: Run) -> float | None:
     """The step where the loss's initial steep drop ends: the first point within
     `drop` noise units of the median of the next `drop_window` of the log."""
     loss = run.get("loss")
-    if loss is None or len(f := loss.finite_only()) < 3:
+    return None if loss is None else _drop_end(loss)
+
+
+@memo.last_series  # asked by TP-GRAD-SPIKE and TP-SPIKE-UNRECOVERED of the same loss (#14)
+def _drop_end(loss: Series) -> float | None:
+    if len(f := loss.finite_only()) < 3:
         return None
     v = f.values
     m = max(3, int(v.size * _SPIKE["drop_window"].value))
