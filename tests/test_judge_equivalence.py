@@ -21,7 +21,7 @@ from trainproof.engine import judge_run
 from trainproof.model import Run, Series
 from trainproof.parsers import build_run, read_run
 from trainproof.parsers.base import RawLog
-from trainproof.rules import gradients, rise
+from trainproof.rules import gradients, recovery, rise
 from trainproof.rules import run as run_rules
 from trainproof.rules.base import overridden_thresholds
 from trainproof.schedule import read_schedule
@@ -105,6 +105,35 @@ def _spikes_reference(run, f):
     return np.flatnonzero(spike), base, start
 
 
+def _recovery_spikes_reference(run, s):
+    """recovery._spikes as it was: a trailing median at every point, a loop over every point."""
+    r = recovery.SPIKE_UNRECOVERED
+    v = np.log(s.values)
+    n = v.size
+    sigma = stats.log_noise(s.values)
+    if sigma <= 0:
+        return []
+    base, count = stats.trailing_median(v, int(r.t("baseline")))
+    edges = [float(s.steps[0]), read_schedule(run).warmup_end, gradients.initial_drop_end(run)]
+    start = max(e for e in edges if e is not None)
+    w = max(int(r.t("min_window")), int(n * r.t("window")))
+    z = (v - base) / sigma
+    hot = (count >= r.t("baseline")) & (s.steps > start) & (z > r.t("spike"))
+    k = int(r.t("level_points"))
+    se = stats.MEDIAN_SE * sigma * np.sqrt(1.0 / r.t("baseline") + 1.0 / k)
+    out = []
+    i = 0
+    while i < n:
+        if not hot[i] or i + w >= n:
+            i += 1
+            continue
+        after = v[i + 1: i + 1 + w]
+        best = float(np.min(np.median(np.lib.stride_tricks.sliding_window_view(after, k), axis=1)))
+        out.append(recovery.Spike(i, float(z[i]), float(base[i]), i + w, best, (best - float(base[i])) / se))
+        i += w + 1
+    return out
+
+
 def _schedule_reference(run):
     """schedule._read as it was: the finite LR copied, its moves computed by each reader."""
     planned = schedule.planned_steps(run.meta)
@@ -132,10 +161,12 @@ def _reference(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     with monkeypatch.context() as m:
         m.setattr(curves, "thin", _thin_reference)
         m.setattr(gradients, "_spikes", _spikes_reference)
+        m.setattr(recovery, "_spikes", _recovery_spikes_reference)
         m.setattr(schedule, "_read", _schedule_reference)
         m.setattr(schedule, "_last", None)  # the schedule remembered from the run judged before
-        for module in (run_rules, rise):  # memo.last_series: measured again at every call
-            for name in ("loss_blocks", "loss_noise", "_divergence", "measure_rise", "first_point_is_full"):
+        for module in (run_rules, rise, gradients):  # memo.last_series: measured again at every call
+            for name in ("loss_blocks", "loss_noise", "_divergence", "measure_rise", "first_point_is_full",
+                         "_drop_end"):
                 fn = getattr(module, name, None)
                 if fn is not None and hasattr(fn, "__wrapped__"):
                     m.setattr(module, name, fn.__wrapped__)
@@ -191,6 +222,37 @@ def test_spikes_equal_the_reference_on_generated_runs(seed, monkeypatch):
     idx, base, start = gradients._spikes(run, f)
     ridx, rbase, rstart = _spikes_reference(run, f)
     assert start == rstart and np.array_equal(idx, ridx) and _same(base[idx], rbase[ridx])
+    new = judge_run(run)
+    with _reference(monkeypatch):
+        old = judge_run(run)
+    _same_report(new, old)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_recovery_spikes_equal_the_reference_on_generated_runs(seed, monkeypatch):
+    """TP-SPIKE-UNRECOVERED's spikes (trailing medians at candidates only, #14) against the
+    loop over every point, on the generated runs and on ones with a loss that steps up to
+    a plateau after a spike (recovered or not, several spikes, ties, spikes near the end)."""
+    rng = np.random.default_rng(1000 + seed)
+    run = _generated_run(seed)
+    if seed % 2:
+        n = int(rng.choice([40, 400, 5_000, 30_000]))
+        loss = 2 + 0.02 * rng.standard_normal(n)
+        if seed % 4 == 1:
+            loss = np.round(loss, 2)  # ties in the baselines
+        for i in rng.integers(10, n, int(rng.integers(1, 6))):
+            # near the bar of 8 noise units (~1.1x here) as well as far above it
+            loss[i] *= rng.uniform(1.05, 1.3) if rng.random() < 0.6 else rng.choice([3.0, 10.0])
+            if rng.random() < 0.5:
+                loss[i + 1:] *= rng.choice([1.0, 1.02, 1.3])  # a new plateau after it
+        steps = np.arange(1, n + 1, dtype=float)
+        raw = RawLog({"loss": (steps, loss)}, n, step_column="step")
+        run = build_run(f"plateau{seed}", "python", raw, {})
+    s = gradients.finite_loss(run, int(recovery.SPIKE_UNRECOVERED.t("min_points")))
+    if not isinstance(s, Series) or s.values.min() <= 0:
+        pytest.skip("no positive finite loss")
+    got, want = recovery._spikes(run, s), _recovery_spikes_reference(run, s)
+    assert got == want
     new = judge_run(run)
     with _reference(monkeypatch):
         old = judge_run(run)

@@ -19,7 +19,10 @@ orjson = pytest.importorskip("orjson")
 
 _TOKENS = ["NaN", "Infinity", "-Infinity", "1e400", "-1e999", "18446744073709551616", "-9223372036854775809",
            "12345678901234567890123", "-0", "-0.0", "0", "1.5", "true", "false", "null", '"NaN"', '"x NaN y"',
-           '"\\ud800"', '"\\u00e9"', '"Infinity"', "3", "2.5e-324"]
+           '"\\ud800"', '"\\u00e9"', '"Infinity"', "3", "2.5e-324",
+           # long digit runs that are no integer: the standard library reads them (#14)
+           "0.12345678901234567890123", "-2.5517752256393433777", "12345678901234567890.5",
+           "1234567890123456789012e3", "-1.2345678901234567890123E-5", "0.0000000000000000000001"]
 
 
 def _doc(rng: random.Random, depth: int = 0) -> str:
@@ -54,6 +57,21 @@ def test_standard_library_first_reads_as_orjson(seed: int, monkeypatch: pytest.M
     first = _read(deep, None)
     assert jsonutil._orjson is orjson  # the deep one made it import orjson
     assert first == _read(deep, orjson)
+
+
+def test_long_fractions_keep_orjson_out_long_integers_bring_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trainer_state.json's floats print 16-19 digits after the point: that is no
+    integer past 64 bits, and a short log stays on the standard library (#14)."""
+    for text, brings in [(b'{"loss": 2.5517752256393433777, "lr": 0.00012345678901234567891}', False),
+                         (b'{"loss": 1.2345678901234567890e-05, "x": 1234567890123456789.5}', False),
+                         (b'{"flos": 12345678901234567890}', True), (b'[-12345678901234567890]', True),
+                         (b'{"flos": 1234567890123456789}', True)]:
+        monkeypatch.setattr(jsonutil, "_orjson", None)
+        monkeypatch.setattr(jsonutil, "_decoded", 0)
+        value = jsonutil.loads(text)
+        assert (jsonutil._orjson is orjson) is brings, text
+        if not brings:  # read by the standard library (the others as orjson reads them: above)
+            assert value == json.loads(text)
 
 
 def test_orjson_comes_in_once_the_input_adds_up(monkeypatch: pytest.MonkeyPatch) -> None:

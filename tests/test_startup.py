@@ -90,7 +90,8 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
 # `epoch` on a small trainer_state.json: the HF reader, the single-run rules, the JSON
 # renderer, numpy; nothing a different format, group, output or command needs.
 STATE = Path(__file__).resolve().parent / "fixtures" / "vocab" / "scratch_w64" / "trainer_state.json"
-EPOCH_LAZY = ("numpy.ma", "orjson", "msgspec", "importlib.metadata",
+GALLERY_STATE = Path(__file__).resolve().parents[1] / "examples" / "gallery" / "healthy" / "trainer_state.json"
+EPOCH_LAZY = ("numpy.ma", "orjson", "msgspec", "importlib.metadata", "tomllib", "pkgutil",
               *(f"trainproof.parsers.{m}" for m in ("wandb", "tfevents", "textlog", "clearml", "mlflow", "coqui",
                                                     "csvlog", "jsonl", "incremental")),
               *(f"trainproof.rules.{m}" for names in LAZY_GROUPS.values() for m in names),
@@ -101,8 +102,9 @@ EPOCH_LAZY = ("numpy.ma", "orjson", "msgspec", "importlib.metadata",
                                                      "data", "env", "rules_cmd")))
 
 
-def test_epoch_imports_only_what_its_log_needs() -> None:
-    mods = _imported(["epoch", str(STATE), "--json"])
+@pytest.mark.parametrize("state", [STATE, GALLERY_STATE])  # the gallery's: floats of 16-19 digits
+def test_epoch_imports_only_what_its_log_needs(state: Path) -> None:
+    mods = _imported(["epoch", str(state), "--json"])
     assert {"trainproof.parsers.hf", "trainproof.rules.run", "trainproof.render.jsonout"} <= set(mods)
     lazy = [m for m in mods if any(m == h or m.startswith((h + ".", h + "_")) for h in EPOCH_LAZY)]
     # numpy.ma comes with np.median/np.nanmedian/np.unique's first call: stats.median instead
@@ -139,6 +141,14 @@ def test_catalogue_order_does_not_depend_on_what_was_loaded_first() -> None:
         return json.loads(proc.stdout)
 
     assert order() == order("tokenizer", "compare", "env") == order("live", "preflight", "data")
+
+
+def test_rule_modules_are_listed_as_pkgutil_lists_them() -> None:
+    import pkgutil
+
+    import trainproof.rules
+
+    assert trainproof.rules.module_names() == [m.name for m in pkgutil.iter_modules(trainproof.rules.__path__)]
 
 
 def test_declared_formats_match_their_modules() -> None:

@@ -94,13 +94,19 @@ def _entries(data: bytes, template: Template) -> tuple[dict[str, Any], Iterator[
 
     def gen() -> Iterator[Chunk]:
         yield decoded[0], may_have_bools(data[pieces[0][0]:pieces[0][1]]), False
+        # Each slice is bracketed in one buffer reused from slice to slice: `b"[" + data[a:b]
+        # + b"]"` made three fresh copies a slice (~0.1 s of page faults on 175 MB). The typed
+        # rows hold no reference to the buffer (msgspec copies what it keeps).
+        view, raw = memoryview(data), bytearray(b"[")
         for a, b in pieces[1:]:
-            raw = b"[" + data[a:b] + b"]"
+            raw[1:] = view[a:b]
+            raw += b"]"
             typed = template.decode(raw)
             if typed is not None and not _maybe_summary(typed[-3:], template):
                 yield typed, False, True
             else:
-                yield loads(raw), may_have_bools(raw), False
+                text = bytes(raw)
+                yield loads(text), may_have_bools(text), False
 
     return doc, gen()
 

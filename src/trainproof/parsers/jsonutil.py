@@ -22,7 +22,9 @@ _orjson: Any = None  # the module, False when not installed, None until needed
 _decoded = 0
 
 _BARE = re.compile(rb'(?<![\w"])(-?Infinity|NaN)(?![\w"])')
-_LONG_INT = re.compile(rb"\d{19}")
+# an integer token of 19 digits or more (the digits of a float's fraction or one before its
+# point or exponent are no integer: orjson and the standard library read those alike)
+_LONG_INT = re.compile(rb"(?<![\d.])\d{19,}(?![\d.eE])")
 _DEEP = 256  # nesting levels; far below the recursion limit
 # 256 openings in a row with no closing between them: a document at least that deep along
 # one chain (what deep-nesting attacks look like), found without counting every bracket of

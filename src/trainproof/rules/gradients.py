@@ -2,8 +2,8 @@
 TP-NAN-GRAD-SKIPPED) and spikes (TP-GRAD-SPIKE, TP-GRAD-SPIKE-ISOLATED), and the test
 they share: did the loss react? They read a curve as an engineer does - an odd point
 matters when the loss reacts to it, when it repeats or when it lasts, not because it is
-the largest of the run. Declared once here with
-their thresholds; the judge below each is the only code that decides whether it fires.
+the largest of the run. Declared once here with their thresholds; the judge below each
+is the only code that decides whether it fires.
 Exact zeros (loss, gradient, LR) are rules/zeros.py's; rules/run.py places its checks
 around these so reports list findings in the order they always have."""
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainproof import stats
+from trainproof import memo, stats
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.schedule import read_schedule
@@ -28,10 +28,8 @@ def where(run: Run, step: float | None = None) -> Location:
 
 
 def finite_series(run: Run, name: str, minimum: float) -> Series | Skip:
-    """The finite points of `name`, or a typed skip when it is absent or has fewer than
-    `minimum` of them."""
-    s = run.get(name)
-    if s is None:
+    """The finite points of `name`, or a typed skip when it is absent or has fewer than `minimum`."""
+    if (s := run.get(name)) is None:
         return Skip(SkipKind.NO_DATA, f"no {name} column in the log")
     f = s.finite_only()
     if len(f) < minimum:
@@ -80,8 +78,7 @@ _SPIKE_MIN_BASELINE = Threshold(5, "logged points", "A local median or noise of 
 
 def loss_view(run: Run) -> LossView:
     """The run's loss, whether it is judged in log space, and its whole-log noise."""
-    s = run.get("loss")
-    if s is None:
+    if (s := run.get("loss")) is None:
         return LossView(None, False, 0.0)
     v = s.finite_only().values
     log = bool(v.size) and bool(np.all(v > 0))
@@ -234,8 +231,7 @@ def non_finite_values(run: Run) -> list[Finding] | Skip:
         if not s.finite.all():
             out.extend(_nonfinite(run, s, NAN))
             break  # one TP-NAN per report: the first poisoned metric is the evidence
-    g = run.get("grad_norm")
-    if g is not None:
+    if (g := run.get("grad_norm")) is not None:
         out.extend(_nan_grad(run, g))
     return out
 
@@ -325,10 +321,14 @@ GRAD_SPIKE_ISOLATED = rule(
 
 
 def initial_drop_end(run: Run) -> float | None:
-    """The step where the loss's initial steep drop ends: the first point within
-    `drop` noise units of the median of the next `drop_window` of the log."""
-    loss = run.get("loss")
-    if loss is None or len(f := loss.finite_only()) < 3:
+    """The step where the loss's initial steep drop ends (_drop_end), None without a loss."""
+    return None if (loss := run.get("loss")) is None else _drop_end(loss)
+
+
+@memo.last_series  # asked by TP-GRAD-SPIKE and TP-SPIKE-UNRECOVERED of the same loss (#14)
+def _drop_end(loss: Series) -> float | None:
+    """The first point within `drop` noise units of the median of the next `drop_window`."""
+    if len(f := loss.finite_only()) < 3:
         return None
     v = f.values
     m = max(3, int(v.size * _SPIKE["drop_window"].value))
