@@ -229,6 +229,20 @@ def test_clean_training_data_has_no_leak_and_says_it_ran(tmp_path, capsys):
     assert "contamination" in doc["reports"][0]["checks"]["ran"]
 
 
+def test_eval_records_that_could_not_be_read_are_said(tmp_path, capsys):
+    """A leak in an eval record that was not read cannot be seen: the report says how many
+    eval records were left out, and the leaked share is of the records read."""
+    rng = random.Random(3)
+    t = write(tmp_path / "t.jsonl", [{"text": text(rng)} for _ in range(200)])
+    e = write(tmp_path / "e.jsonl", [{"text": text(rng)} for _ in range(40)] + [{"prompt": "no text field"}])
+    with e.open("a", encoding="utf-8") as fh:
+        fh.write('{"text": "a line cut short by the wri\n')
+    code, doc = run(capsys, str(t), "--eval", str(e))
+    notes = [n for n in doc["reports"][0]["notes"] if n.startswith("--eval")]
+    assert code == 0 and notes == [f"--eval {e}: 1 unreadable line(s), 1 record(s) without the text field "
+                                   "left out of the eval set"]
+
+
 def test_chat_training_data_leaks_a_prompt_completion_eval(tmp_path, capsys):
     rng = random.Random(4)
     q, a = text(rng, 20), text(rng, 25)

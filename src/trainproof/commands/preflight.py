@@ -71,6 +71,7 @@ def judge_preflight(s: Preflight) -> Report:
         notes.append(f"{m.read.blank_lines} blank line(s) skipped")
     if len(m.files) > 1:
         notes.append(f"{len(m.files)} files")
+    notes.extend(s.eval_notes)
     return engine.report("preflight", s, subject=m.path, format=kinds, records=m.records, kind="dataset",
                          notes=tuple(notes))
 
@@ -84,11 +85,14 @@ def run(args: argparse.Namespace) -> ReportSet:
                                           near_dup=args.near_dup, eval_sets=args.eval),))
 
 
-def eval_index(evals: Sequence[str], text_field: str | None) -> tuple[EvalIndex, tuple[str, ...]]:
+def eval_index(evals: Sequence[str], text_field: str | None) -> tuple[EvalIndex, tuple[str, ...], tuple[str, ...]]:
     """Every --eval record's n-grams, built in this process before the training data is
-    read (eval sets are small; the index's size is capped)."""
+    read (eval sets are small; the index's size is capped). Also a note per eval set with
+    records that could not be read into it: a leak there cannot be seen, and the share of
+    the eval set leaked is of the records read."""
     index: EvalIndex | None = None
     files: list[str] = []
+    notes: list[str] = []
     for e in evals:
         m = measure_dataset(Path(e), text_field, int(OVERSIZED.t("max_bytes")),
                             sketches=(new_eval_index(offset=len(files)),))
@@ -97,8 +101,14 @@ def eval_index(evals: Sequence[str], text_field: str | None) -> tuple[EvalIndex,
         part = _sketch(m, EvalIndex)
         index = part if index is None else index.merge(part)
         files.extend(m.files)
+        left = [f"{n} {what}" for n, what in ((m.read.malformed_count, "unreadable line(s)"),
+                                              (m.read.oversized_count, "record(s) over the size cap"),
+                                              (m.records - m.judged, "record(s) without the text field"))
+                if n]
+        if left:
+            notes.append(f"--eval {e}: {', '.join(left)} left out of the eval set")
     assert index is not None
-    return index.freeze(), tuple(files)
+    return index.freeze(), tuple(files), tuple(notes)
 
 
 T = TypeVar("T")
@@ -113,20 +123,21 @@ def _sketch(m: DatasetMeasurement, kind: type[T]) -> T:
 
 def overlap_subject(path: Path, text_field: str | None, near_dup: bool, evals: Sequence[str],
                     visitor: Any = None, progress: Any = None, runner: Any = None
-                    ) -> tuple[DatasetMeasurement, NearDuplicates | None, Contamination | None, tuple[str, ...]]:
+                    ) -> tuple[DatasetMeasurement, NearDuplicates | None, Contamination | None, tuple[str, ...],
+                               tuple[str, ...]]:
     """The pass over the training data, with the sketches the options ask for: the eval
     index is built first and travels inside the contamination sketch to every piece."""
-    index, eval_files = eval_index(evals, text_field) if evals else (None, ())
+    index, eval_files, eval_notes = eval_index(evals, text_field) if evals else (None, (), ())
     sketches: list[Any] = [NearDupSketch(near_params())] if near_dup else []
     if index is not None:
         sketches.append(ContaminationSketch(index))
     m = measure_dataset(path, text_field, int(OVERSIZED.t("max_bytes")), visitor, progress, engine=runner,
                         sketches=sketches)
     if m.shape is None:  # unknown shape: nothing was measured, the statement says so
-        return m, None, None, eval_files
+        return m, None, None, eval_files, eval_notes
     near = _sketch(m, NearDupSketch).result() if near_dup else None
     contam = _sketch(m, ContaminationSketch).result(index) if index is not None else None
-    return m, near, contam, eval_files
+    return m, near, contam, eval_files, eval_notes
 
 
 def check_dataset(dataset: str, *, tokenizer: str | None, max_len: int | None, text_field: str | None,
@@ -149,8 +160,8 @@ def check_dataset(dataset: str, *, tokenizer: str | None, max_len: int | None, t
     show = _progress() if progress and not (engine or (workers or 1) > 1) else None
     runner = open_engine(engine, workers, address)
     try:
-        m, near, contam, eval_files = overlap_subject(Path(dataset), text_field, near_dup, evals, visitor, show,
-                                                      runner)
+        m, near, contam, eval_files, eval_notes = overlap_subject(Path(dataset), text_field, near_dup, evals,
+                                                                  visitor, show, runner)
     except TokenizerLoadError as exc:
         raise InputError(f"--tokenizer {exc}") from None
     finally:
@@ -159,5 +170,5 @@ def check_dataset(dataset: str, *, tokenizer: str | None, max_len: int | None, t
         if show is not None:
             sys.stderr.write("\r\033[K")
     subject = Preflight(m, tok.special if tok else None, visitor.counts if visitor else None, tokenizer or "",
-                        near, contam, eval_files)
+                        near, contam, eval_files, eval_notes)
     return judge_preflight(subject)

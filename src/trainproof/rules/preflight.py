@@ -35,6 +35,7 @@ class Preflight:
     near: NearDuplicates | None = None  # None: no --near-dup
     contamination: Contamination | None = None  # None: no --eval
     eval_files: tuple[str, ...] = ()
+    eval_notes: tuple[str, ...] = ()  # eval records that could not be read into the index
 
 
 def place(m: DatasetMeasurement, w: int) -> str:
@@ -558,7 +559,8 @@ def _example(data: Mapping[str, Any]) -> tuple[str, Preflight]:
         if "eval" in data:
             evals = [str(Path(d) / "eval.jsonl")]
             Path(evals[0]).write_text("".join(json.dumps(r) + "\n" for r in data["eval"]), encoding="utf-8")
-        m, near, contamination, eval_files = overlap_subject(p, None, bool(data.get("near_dup")), evals)
+        m, near, contamination, eval_files, eval_notes = overlap_subject(p, None, bool(data.get("near_dup")),
+                                                                         evals)
     special = SpecialTokens(**data["special"]) if "special" in data else None
     tokens = _tokens_from(data.get("tokens", {}), m.records) if special is not None else None
-    return G, Preflight(m, special, tokens, "example", near, contamination, eval_files)
+    return G, Preflight(m, special, tokens, "example", near, contamination, eval_files, eval_notes)
