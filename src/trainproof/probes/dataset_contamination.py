@@ -14,7 +14,6 @@ OR-ing bitmaps; the index itself is what a driver broadcasts to workers."""
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from trainproof.model import InputError
 from trainproof.probes.dataset_read import WHERE_BITS
 from trainproof.probes.dataset_summary import register_sketch
 from trainproof.probes.dataset_words import U64, block_words, normalised_digests, shingles
+from trainproof.probes.sketch_frame import pack, peek_head, unpack
 
 _MAGIC = b"TPCONT1\n"
 _MAGIC_INDEX = b"TPEVAL1\n"
@@ -41,30 +41,6 @@ def _wheres(file_index: int, rows: Sequence[int]) -> np.ndarray:
 
 
 _ARRAYS = ("grams", "gram_rec", "digests", "digest_rec", "wheres")
-
-
-def _pack(head: dict[str, object], arrays: Sequence[np.ndarray], magic: bytes) -> bytes:
-    head = {**head, "sizes": [len(a) for a in arrays]}
-    h = json.dumps(head).encode()
-    return b"".join((magic, struct.pack("<I", len(h)), h, *(np.ascontiguousarray(a).tobytes() for a in arrays)))
-
-
-def _unpack(b: bytes, magic: bytes, dtypes: Sequence[str]) -> tuple[dict[str, Any], list[np.ndarray]]:
-    """Header and arrays; the arrays are read-only views of `b` (no copy: an eval index
-    is handed to every piece of the dataset)."""
-    if not b.startswith(magic):
-        raise ValueError("wrong sketch type")
-    (hl,) = struct.unpack_from("<I", b, len(magic))
-    at = len(magic) + 4
-    head = json.loads(b[at:at + hl])
-    at += hl
-    out = []
-    for size, dt in zip(head["sizes"], dtypes, strict=True):
-        out.append(np.frombuffer(b, dt, int(size), at))
-        at += int(size) * np.dtype(dt).itemsize
-    if at != len(b):
-        raise ValueError("truncated or padded")
-    return head, out
 
 
 @register_sketch("eval-index")
@@ -135,24 +111,23 @@ class EvalIndex:
         head = {"ngram": self.ngram, "max_ngrams": self.max_ngrams, "offset": self.offset,
                 "wordless": self.wordless, "frozen": self.frozen}
         if self.frozen:
-            return _pack(head, [getattr(self, a) for a in _ARRAYS], _MAGIC_INDEX)
+            return pack(_MAGIC_INDEX, head, [getattr(self, a) for a in _ARRAYS])
         cols = [_cat([p[i] for p in self._parts], (U64, np.int64, U64, np.int64)[i]) for i in range(4)]
-        return _pack({**head, "parts": [len(p[0]) for p in self._parts]}, cols, _MAGIC_INDEX)
+        return pack(_MAGIC_INDEX, {**head, "parts": [len(p[0]) for p in self._parts]}, cols)
 
     @classmethod
     def from_bytes(cls, b: bytes) -> EvalIndex:
         try:
-            head = json.loads(b[len(_MAGIC_INDEX) + 4:len(_MAGIC_INDEX) + 4 +
-                                struct.unpack_from("<I", b, len(_MAGIC_INDEX))[0]])
+            head = peek_head(b, _MAGIC_INDEX)
             out = cls(int(head["ngram"]), int(head["max_ngrams"]), int(head["offset"]))
             out.wordless = int(head["wordless"])
             if head["frozen"]:
-                _, arrays = _unpack(b, _MAGIC_INDEX, ("<u8", "<i8", "<u8", "<i8", "<i8"))
+                _, arrays = unpack(b, _MAGIC_INDEX, ("<u8", "<i8", "<u8", "<i8", "<i8"))
                 for name, arr in zip(_ARRAYS, arrays, strict=True):
                     setattr(out, name, arr)
                 out.frozen = True
             else:
-                _, (g, gw, d, wh) = _unpack(b, _MAGIC_INDEX, ("<u8", "<i8", "<u8", "<i8"))
+                _, (g, gw, d, wh) = unpack(b, _MAGIC_INDEX, ("<u8", "<i8", "<u8", "<i8"))
                 if len(g):
                     out._parts = [(g, gw, d, wh)]
                 out._size = len(g)
@@ -252,13 +227,13 @@ class ContaminationSketch:
         head = {"n": len(self.leaked), "train_records": self.train_records, "train_exact": self.train_exact,
                 "examples": self.examples}
         index = self.index.to_bytes() if self.ship_index and self.index is not None else b""
-        return _pack({**head, "index": len(index)}, [np.packbits(self.leaked), np.packbits(self.leaked_exact),
-                                                     np.frombuffer(index, np.uint8)], _MAGIC)
+        return pack(_MAGIC, {**head, "index": len(index)}, [np.packbits(self.leaked), np.packbits(self.leaked_exact),
+                                                            np.frombuffer(index, np.uint8)])
 
     @classmethod
     def from_bytes(cls, b: bytes) -> ContaminationSketch:
         try:
-            head, (leaked, exact, index) = _unpack(b, _MAGIC, ("u1", "u1", "u1"))
+            head, (leaked, exact, index) = unpack(b, _MAGIC, ("u1", "u1", "u1"))
             n = int(head["n"])
             ix = EvalIndex.from_bytes(index.tobytes()) if len(index) else None
             if ix is not None and ix.records != n:

@@ -22,7 +22,6 @@ unpickled."""
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -33,6 +32,7 @@ from trainproof.model import InputError
 from trainproof.probes.dataset_read import WHERE_BITS
 from trainproof.probes.dataset_summary import register_sketch
 from trainproof.probes.dataset_words import U64, block_words, mix64, shingles
+from trainproof.probes.sketch_frame import pack, unpack
 
 _MAX = np.iinfo(np.uint64).max
 _MAGIC = b"TPNEAR1\n"
@@ -201,28 +201,22 @@ class NearDupSketch:
 
     def to_bytes(self) -> bytes:
         ids, raw = self._columns()
-        head = json.dumps({"params": asdict(self.params), "n": len(ids)}).encode()
-        return b"".join((_MAGIC, struct.pack("<I", len(head)), head, ids.astype("<i8").tobytes(),
-                         raw.astype("<u8").tobytes(), *(np.ascontiguousarray(p).tobytes()
-                                                        for p in self._rows.parts())))
+        parts = self._rows.parts()
+        sigs = np.concatenate(parts).ravel() if parts else np.zeros(0, np.uint8)
+        return pack(_MAGIC, {"params": asdict(self.params), "n": len(ids)},
+                    [ids.astype("<i8"), raw.astype("<u8"), sigs])
 
     @classmethod
     def from_bytes(cls, b: bytes) -> NearDupSketch:
         try:
-            if not b.startswith(_MAGIC):
-                raise ValueError("not a near-duplicate sketch")
-            (hl,) = struct.unpack_from("<I", b, len(_MAGIC))
-            at = len(_MAGIC) + 4
-            head = json.loads(b[at:at + hl])
+            head, (ids, raw, sigs) = unpack(b, _MAGIC, ("<i8", "<u8", "u1"))
             params = NearParams(**{k: type(getattr(NearParams, k))(v) for k, v in head["params"].items()})
             n = int(head["n"])
-            at += hl
-            if len(b) != at + n * (16 + params.bins):
+            if len(ids) != n or len(raw) != n or len(sigs) != n * params.bins:
                 raise ValueError("truncated")
             out = cls(params)
-            ids = np.frombuffer(b, "<i8", n, at).astype(np.int64)
-            raw = np.frombuffer(b, "<u8", n, at + 8 * n).astype(U64)
-            sigs = np.frombuffer(b, np.uint8, n * params.bins, at + 16 * n).reshape(n, params.bins).copy()
+            ids, raw = ids.astype(np.int64), raw.astype(U64)
+            sigs = sigs.reshape(n, params.bins).copy()
         except (ValueError, KeyError, TypeError, struct.error) as exc:
             raise InputError(f"unreadable near-duplicate sketch: {exc}") from None
         out._ids, out._raw = [ids], [raw]

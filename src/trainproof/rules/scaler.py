@@ -15,6 +15,7 @@ import numpy as np
 
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
+from trainproof.rules.gradients import finite_series
 from trainproof.stats import median
 
 G = "single_run"
@@ -210,12 +211,9 @@ LOSS_SCALE_COLLAPSE = rule(
 
 @check("loss-scale", LOSS_SCALE_COLLAPSE)
 def loss_scale_collapse(run: Run) -> list[Finding] | Skip:
-    s = run.get("loss_scale")
-    if s is None:
-        return Skip(SkipKind.NO_DATA, "no loss_scale column in the log")
-    s = s.finite_only()
-    if len(s) < LOSS_SCALE_COLLAPSE.t("min_points"):
-        return Skip(SkipKind.TOO_FEW, f"{len(s)} finite loss_scale points")
+    s = finite_series(run, "loss_scale", int(LOSS_SCALE_COLLAPSE.t("min_points")))
+    if isinstance(s, Skip):
+        return s
     if s.values.min() < 0:
         return Skip(SkipKind.DEGENERATE, "a negative loss scale: not a loss scaler's")
     low = s.values <= LOSS_SCALE_COLLAPSE.t("floor")
