@@ -197,7 +197,7 @@ class Statement:
 LAZY_GROUPS: dict[str, tuple[str, ...]] = {
     "compare": ("compare_align", "compare", "compare_eval"),
     "data": ("data",),
-    "env": ("env",),
+    "env": ("env", "env_import", "env_checkpoint", "env_pickle", "env_tensors", "env_machine", "env_examples"),
     "live": ("live",),
     "preflight": ("preflight", "preflight_overlap"),
     "tokenizer": ("tokenizer",),
