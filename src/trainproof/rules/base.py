@@ -196,7 +196,7 @@ class Statement:
 # (tests/test_startup.py checks that each listed module declares only its groups).
 LAZY_GROUPS: dict[str, tuple[str, ...]] = {
     "compare": ("compare_align", "compare", "compare_eval"),
-    "data": ("data",),
+    "data": ("data", "data_files", "data_audio", "data_text", "data_examples"),
     "env": ("env", "env_import", "env_checkpoint", "env_pickle", "env_tensors", "env_machine", "env_examples"),
     "live": ("live",),
     "preflight": ("preflight", "preflight_overlap"),
