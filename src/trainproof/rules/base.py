@@ -199,7 +199,7 @@ LAZY_GROUPS: dict[str, tuple[str, ...]] = {
     "data": ("data", "data_files", "data_audio", "data_text", "data_examples"),
     "env": ("env", "env_import", "env_checkpoint", "env_pickle", "env_tensors", "env_machine", "env_examples"),
     "live": ("live",),
-    "preflight": ("preflight", "preflight_overlap"),
+    "preflight": ("preflight", "preflight_records", "preflight_tokens", "preflight_overlap"),
     "tokenizer": ("tokenizer",),
 }
 _LOADED: set[str] = set()

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from trainproof.model import Finding, Level, Skip, SkipKind
 from trainproof.probes.audio import AudioStats, Levels
 from trainproof.probes.speech_dataset import SpeechDataset
-from trainproof.rules import data_files  # noqa: F401  (its checks are registered first: keeps the report's order)
+from trainproof.rules import data_files  # noqa: F401  (registered first: keeps the checks' order)
 from trainproof.rules.base import Example, Rule, Threshold, check, rule
 from trainproof.rules.data import SHOWN, G, clips, needs_audio, per_entry
 

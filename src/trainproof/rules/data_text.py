@@ -10,7 +10,7 @@ import numpy as np
 from trainproof.model import Finding, Level, Skip, SkipKind
 from trainproof.probes.speech_dataset import SpeechDataset
 from trainproof.probes.speech_text import normaliser, rewritten, scripts_of, what_needs_reading
-from trainproof.rules import data_audio  # noqa: F401  (its checks are registered first: keeps the report's order)
+from trainproof.rules import data_audio  # noqa: F401  (registered first: keeps the checks' order)
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.data import G, clips, needs_text, per_entry
 

@@ -12,7 +12,7 @@ from typing import Any
 from trainproof.model import Finding, Level, Location
 from trainproof.probes.checkpoint_model import CheckpointScan, Integrity, ReadCaps
 from trainproof.probes.machine import GB
-from trainproof.rules import env_import  # noqa: F401  (its check is registered first: keeps the report's order)
+from trainproof.rules import env_import  # noqa: F401  (registered first: keeps the checks' order)
 from trainproof.rules.base import Example, Threshold, check, rule, statement
 from trainproof.rules.env import FAMILIES, G
 

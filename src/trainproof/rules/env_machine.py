@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from trainproof.model import Finding, Level, Location, Skip, SkipKind
 from trainproof.probes.machine import GB, Disk, Gpu, Gpus, Memory
-from trainproof.rules import env_tensors  # noqa: F401  (its checks are registered first: keeps the report's order)
+from trainproof.rules import env_tensors  # noqa: F401  (registered first: keeps the checks' order)
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.env import G
 

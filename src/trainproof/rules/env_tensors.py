@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from trainproof.model import Finding, Level, Location, Skip, SkipKind
 from trainproof.probes.checkpoint_model import RESUME_KEYS, CheckpointScan, Integrity, TensorInfo
-from trainproof.rules import env_pickle  # noqa: F401  (its check is registered first: keeps the report's order)
+from trainproof.rules import env_pickle  # noqa: F401  (registered first: keeps the checks' order)
 from trainproof.rules.base import Example, check, rule
 from trainproof.rules.env import G
 from trainproof.rules.env_checkpoint import CheckpointSubject
