@@ -31,7 +31,7 @@ import soundfile as sf
 
 from trainproof.cli import main
 from trainproof.probes.audio import measure_many
-from trainproof.rules.data import levels
+from trainproof.rules.data_audio import levels
 
 SENTENCES = [
     "The birch canoe slid on the smooth planks.", "Glue the sheet to the dark blue background.",

@@ -39,7 +39,7 @@ def _one(kind: str, path: str) -> None:
             int(torch.isnan(f).sum()), int(torch.isinf(f).sum()), bool(t.any())
     else:
         from trainproof.probes.checkpoint import inspect_checkpoint
-        from trainproof.rules.env import read_caps
+        from trainproof.rules.env_checkpoint import read_caps
         scan = inspect_checkpoint(path, read_caps())
         assert scan.intact, scan.files[0].detail
     dt = time.perf_counter() - t0

@@ -4,7 +4,7 @@ executed), as `env --checkpoint` inspects them."""
 from _harness import main, scratch
 
 from trainproof.probes.checkpoint import inspect_checkpoint
-from trainproof.rules.env import read_caps
+from trainproof.rules.env_checkpoint import read_caps
 
 CAPS = read_caps()
 

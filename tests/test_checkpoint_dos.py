@@ -16,7 +16,7 @@ from trainproof.probes.checkpoint import inspect_checkpoint
 from trainproof.probes.checkpoint_model import Integrity
 from trainproof.probes.pickle_scan import Storage, TensorRef, scan_pickle
 from trainproof.probes.pickle_walk import WalkLimit, walk_tensors
-from trainproof.rules.env import read_caps
+from trainproof.rules.env_checkpoint import read_caps
 
 from .craft import assert_clean, run_bounded, tensor_pickle, torch_zip, write_zip
 

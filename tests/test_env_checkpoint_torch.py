@@ -12,7 +12,7 @@ import zipfile
 import pytest
 
 from trainproof.probes.checkpoint import inspect_checkpoint
-from trainproof.rules.env import read_caps
+from trainproof.rules.env_checkpoint import read_caps
 
 from .test_env_support import finding, ids, report, run_env
 

@@ -64,7 +64,7 @@ def test_watch_default_stall_timeout_is_the_declared_threshold():
 
 
 def test_probe_caps_are_declared():
-    from trainproof.rules.env import CKPT_UNREADABLE, read_caps
+    from trainproof.rules.env_checkpoint import CKPT_UNREADABLE, read_caps
     from trainproof.rules.tokenizer import NO_TRANSCRIPTS
 
     caps = read_caps()
@@ -75,7 +75,7 @@ def test_probe_caps_are_declared():
 
 
 def test_oversized_index_is_unreadable_at_the_declared_cap(run_cli, tmp_path, monkeypatch):
-    from trainproof.rules import env
+    from trainproof.rules import env_checkpoint as env
 
     index = tmp_path / "model.safetensors.index.json"
     index.write_text(json.dumps({"weight_map": {"w": "model-00001.safetensors"}}))

@@ -145,7 +145,8 @@ def judge_run(run: Run, required: bool = True) -> Report:
 def pair_outcome(pair: Pair, baseline_report: Report | Sequence[Report] | None = None) -> Outcome:
     """The compare findings for one run against the baseline (or each of several
     baselines), before any statement."""
-    from trainproof.rules.compare import BAD_BASELINE, comparable
+    from trainproof.rules.compare import comparable
+    from trainproof.rules.compare_health import BAD_BASELINE
 
     out = apply("compare", pair)
     why = comparable(pair)

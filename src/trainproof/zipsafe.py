@@ -17,7 +17,7 @@ have made, and the work it asks for must fit the limits below:
 
 Stored (uncompressed) entries need no cap of their own: with overlaps refused, they
 add up to at most the file. The checkpoint probe passes its own limits, declared as
-thresholds in rules/env.py; other readers take these defaults.
+thresholds in rules/env_checkpoint.py; other readers take these defaults.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ from pathlib import Path
 from trainproof import engine
 from trainproof.model import InputError, Report, ReportSet
 from trainproof.rules import data as rules
+from trainproof.rules.data_audio import levels
+from trainproof.rules.data_files import MALFORMED
 
 NAME = "data"
 HELP = "check a speech dataset: audio integrity, durations, clipping, silence, duplicates, transcripts"
@@ -43,11 +45,11 @@ def check_speech(path: str, *, workers: int = 0, progress: bool = False) -> Repo
     except (ImportError, OSError) as exc:  # OSError: soundfile present, libsndfile not
         raise InputError(str(exc)) from None
     try:
-        listing = read_listing(Path(path), int(rules.MALFORMED.t("max_line_bytes")))
+        listing = read_listing(Path(path), int(MALFORMED.t("max_line_bytes")))
     except InputError as exc:
         return rules.invalid_input(path, str(exc))
     with native_stderr_silenced():  # libsndfile's decoders write notes to descriptor 2
-        ds = measure_dataset(listing, rules.levels(), workers, _progress if progress else None)
+        ds = measure_dataset(listing, levels(), workers, _progress if progress else None)
     return engine.report(rules.G, ds, subject=ds.path, format=ds.format, records=len(ds.entries),
                          kind="dataset", notes=tuple(ds.notes))
 

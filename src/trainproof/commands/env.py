@@ -15,8 +15,10 @@ from trainproof.probes.checkpoint import inspect_checkpoint
 from trainproof.probes.checkpoint_model import CheckpointScan
 from trainproof.probes.imports import probe_import
 from trainproof.probes.machine import GB, measure_disk, measure_gpus, measure_memory
-from trainproof.rules.env import IMPORT_TIMEOUT, CheckpointSubject, GpuSubject, MachineSubject, read_caps
-from trainproof.rules.env import unsafe_globals as _unsafe
+from trainproof.rules.env_checkpoint import CheckpointSubject, read_caps
+from trainproof.rules.env_import import IMPORT_TIMEOUT
+from trainproof.rules.env_machine import GpuSubject, MachineSubject
+from trainproof.rules.env_pickle import unsafe_globals as _unsafe
 
 NAME = "env"
 HELP = "can this machine start the run: import, checkpoints, RAM, disk, GPU"

@@ -1,7 +1,7 @@
 """`inspect_checkpoint(path, caps)`: whatever the user points at - a torch or Lightning
 file, a safetensors file, a shard index (`*.index.json`) or a Hugging Face output
 directory - becomes one CheckpointScan. Nothing is unpickled or imported; parts
-larger than `caps` (declared in rules/env.py) are not read."""
+larger than `caps` (declared in rules/env_checkpoint.py) are not read."""
 
 from __future__ import annotations
 

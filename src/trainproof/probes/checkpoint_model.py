@@ -1,6 +1,6 @@
 """What inspecting a checkpoint measures: per file, whether it is intact, which
 globals its pickle names, and per tensor its name, dtype, shape and the NaN/Inf/
-zero counts read from its raw bytes. Measurements only; rules/env.py judges."""
+zero counts read from its raw bytes. Measurements only; rules/env_*.py judge."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ counted for NaN/Inf/zeros in the same single pass that checks its CRC.
 
 The work per file is bounded, not only per entry: zipsafe refuses a directory that
 lists an entry twice, overlaps entries or asks for more inflation than the caps
-(ReadCaps, declared in rules/env.py), and the pickle's structure is walked once per
+(ReadCaps, declared in rules/env_checkpoint.py), and the pickle's structure is walked once per
 object within a node budget. A refused file is UNREADABLE (could not judge), never OK."""
 
 from __future__ import annotations

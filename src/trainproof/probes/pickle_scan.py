@@ -10,7 +10,7 @@ the memo lets a tiny pickle share one object many times (x1 = (x0, x0), forty le
 deep, is 2**40 paths), so nothing here hashes, prints or compares a built value
 recursively; pickle_walk.py walks what it builds within a budget.
 
-It measures; whether a global is acceptable is judged in rules/env.py."""
+It measures; whether a global is acceptable is judged in rules/env_pickle.py."""
 
 from __future__ import annotations
 

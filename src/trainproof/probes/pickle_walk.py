@@ -3,7 +3,7 @@ pickle_scan built, with its dotted name. The memo lets a tiny pickle share one
 container many times (x1 = (x0, x0), forty levels, is 2**40 paths to the bottom), so
 the walk is iterative, counts the ways each container is reached before naming
 anything, skips containers that hold no tensor, and charges every further walk
-through a shared container to a budget; both limits are the caller's (rules/env.py,
+through a shared container to a budget; both limits are the caller's (rules/env_checkpoint.py,
 max_pickle_nodes)."""
 
 from __future__ import annotations

@@ -195,11 +195,11 @@ class Statement:
 # the package, so a new rule module is never missed, only eager until listed here
 # (tests/test_startup.py checks that each listed module declares only its groups).
 LAZY_GROUPS: dict[str, tuple[str, ...]] = {
-    "compare": ("compare_align", "compare", "compare_eval"),
-    "data": ("data",),
-    "env": ("env",),
+    "compare": ("compare_align", "compare", "compare_gain", "compare_health", "compare_eval"),
+    "data": ("data", "data_files", "data_audio", "data_text", "data_examples"),
+    "env": ("env", "env_import", "env_checkpoint", "env_pickle", "env_tensors", "env_machine", "env_examples"),
     "live": ("live",),
-    "preflight": ("preflight", "preflight_overlap"),
+    "preflight": ("preflight", "preflight_records", "preflight_tokens", "preflight_overlap"),
     "tokenizer": ("tokenizer",),
 }
 _LOADED: set[str] = set()

@@ -2,19 +2,22 @@
 same task, at the same steps. They catch what no single curve can - a run that learns,
 just far worse than it should (shuffled labels, a broken tokenizer, the wrong data) -
 and say of a run still in progress whether it is on track at the step it reached.
-How the sides are aligned and how noise is measured lives in compare_align.py; eval
-loss, learning rate and step time are judged in compare_eval.py."""
+This module owns what every compare rule reads of a pair (its aligned loss sides, the
+N-way ranking row, where findings point) and the rules on where the run's loss stands:
+a non-finite end, how far it got, and its level against the baseline's at that step.
+How the sides are aligned and how noise is measured lives in compare_align.py; the run's
+gain against the baseline's in compare_gain.py; gradient norms and the baseline's own
+health in compare_health.py; eval loss, learning rate and step time in compare_eval.py."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from trainproof import stats
 from trainproof.model import Finding, Level, Location, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.compare_align import EDGE, MIN_POINTS, Pair, Side, Track, reached
 
-__all__ = ["BAD_BASELINE", "Pair", "comparable", "ranking_row", "sides"]
+__all__ = ["GAP", "Pair", "comparable", "ranking_row", "run_location", "sides"]
 
 G = "compare"
 _EDGE = EDGE  # the start/end windows every loss ratio below reads
@@ -33,11 +36,6 @@ GAP = Threshold(
     "the spread of their ends when that is wider (seeds differ by more than batches do); the "
     "gap is counted from the top of that envelope (the baseline itself when there is one). "
     "TP-NEG-IMPROVE measures the run's own start-to-end change in the run's own noise.")
-MIN_GAIN = Threshold(
-    3, "noise widths",
-    "The baseline's own start-to-end gain sets the scale of the share rules only once it is "
-    "larger than its batch noise; in warm-up or a short overlap it is not, and a share of "
-    "noise is noise.")
 
 
 def comparable(pair: Pair) -> str | None:
@@ -101,7 +99,8 @@ def ranking_row(pair: Pair) -> dict[str, object]:
     return row
 
 
-def _loc(pair: Pair, step: float | None = None) -> Location:
+def run_location(pair: Pair, step: float | None = None) -> Location:
+    """Where a compare finding points: the run, at a step where one applies."""
     return Location(pair.run.path, step)
 
 
@@ -141,7 +140,7 @@ def nonfinite_end(pair: Pair) -> list[Finding] | Skip:
     end = r.values[r.steps >= step]
     what = _collapse_what(end)
     base_end = float(bs[0].finite_only().values[-1]) if bs[0] is not None and len(bs[0].finite_only()) else "nan"
-    return [END_NONFINITE.finding(_loc(pair, step), what=what, step=step, n=int(end.size), base_end=base_end)]
+    return [END_NONFINITE.finding(run_location(pair, step), what=what, step=step, n=int(end.size), base_end=base_end)]
 
 
 PARTIAL = rule(
@@ -171,7 +170,7 @@ def progress(pair: Pair) -> list[Finding] | Skip:
     if run_last == base_last:
         return []
     t = got[2]
-    return [PARTIAL.finding(_loc(pair, float(t.steps[-1])), run_last=run_last, base_last=base_last,
+    return [PARTIAL.finding(run_location(pair, float(t.steps[-1])), run_last=run_last, base_last=base_last,
                             reached=reached(run_last, base_last), first=float(t.steps[0]),
                             step=float(t.steps[-1]))]
 
@@ -216,7 +215,7 @@ def off_track(pair: Pair) -> list[Finding] | Skip:
     gap = float(np.log(ratio) / width) if width > 0 else float("inf")
     if ratio > OFF_TRACK.t("min_ratio") and gap > OFF_TRACK.t("gap"):
         step = float(t.steps[-1])
-        return [OFF_TRACK.finding(_loc(pair, step), step=step, run_end=r.end, base_end=hi, ratio=ratio,
+        return [OFF_TRACK.finding(run_location(pair, step), step=step, run_end=r.end, base_end=hi, ratio=ratio,
                                   gap=gap, width=width, how=how, k=r.k, base_low=lo)]
     return []
 
@@ -249,7 +248,7 @@ def floor_ratio(pair: Pair) -> list[Finding] | Skip:
     b, r, t = got
     ratio = r.floor / b.floor
     if ratio > FLOOR_RATIO.t("ratio"):
-        return [FLOOR_RATIO.finding(_loc(pair, r.floor_step), run_floor=r.floor, base_floor=b.floor,
+        return [FLOOR_RATIO.finding(run_location(pair, r.floor_step), run_floor=r.floor, base_floor=b.floor,
                                     ratio=ratio, first=float(t.steps[0]), step=float(t.steps[-1]))]
     return []
 
@@ -281,188 +280,6 @@ def end_ratio(pair: Pair) -> list[Finding] | Skip:
     ratio = r.end / b.end
     if ratio > END_RATIO.t("ratio"):
         step = float(t.steps[-1])
-        return [END_RATIO.finding(_loc(pair, step), run_end=r.end, base_end=b.end, ratio=ratio,
+        return [END_RATIO.finding(run_location(pair, step), run_end=r.end, base_end=b.end, ratio=ratio,
                                   k=r.k, step=step)]
     return []
-
-
-def _gain_in_widths(t: Track, b: Side) -> float:
-    """The baseline's own start-to-end gain over the aligned steps, in its noise widths."""
-    se = t.change_se(t.base_sigma)
-    return float(np.log(b.start / b.end) / se) if se > 0 else float("inf")
-
-
-END_EXCESS = rule(
-    id="TP-END-EXCESS", level=Level.FAIL, group=G,
-    title="The run ended far above the baseline, measured in the baseline's own progress.",
-    evidence="at step {step} run {run_end} vs baseline {base_end}: {excess} higher, {share:.2f} of "
-    "everything the baseline gained by then ({base_start} -> {base_end}; > {limit_share}) and "
-    "{ratio:.2f}x its loss (> {limit_min_ratio})",
-    summary="The run sits more than half of the baseline's improvement (over the same steps) "
-    "above the baseline.",
-    why="A ratio of 2 only suits losses that can fall several-fold. When a recipe moves the loss "
-    "from 5.45 to 4.87, a run that ends at 5.9 has lost more than all of it, yet sits at 1.2x. "
-    "The baseline's own start-to-end gain is the scale the task itself sets.",
-    fix="Diff the run's data, labels and learning rate against the baseline's.",
-    thresholds={
-        "share": Threshold(0.5, "of the baseline's improvement",
-                           "Healthy seeds in our gallery end within 0.15 of the improvement of each "
-                           "other; every broken run there ends >= 0.9 above it (corpus: >= 6)."),
-        "min_ratio": Threshold(1.1, "x baseline end",
-                               "Keeps a baseline that barely improved from making small differences "
-                               "look large; healthy seeds end within 1.02x of each other."),
-        "min_gain": MIN_GAIN,
-    },
-    fires=Example({"baseline": {"loss": [5.45, 5.4, 5.3, 5.2, 5.1, 5.0, 4.95, 4.9, 4.88, 4.87]},
-                   "run": {"loss": [5.55, 6.9, 6.6, 6.4, 6.2, 6.1, 6.0, 5.95, 5.9, 5.9]}}),
-    passes=Example({"baseline": {"loss": [5.45, 5.4, 5.3, 5.2, 5.1, 5.0, 4.95, 4.9, 4.88, 4.87]},
-                    "run": {"loss": [5.5, 5.42, 5.3, 5.22, 5.1, 5.0, 4.97, 4.92, 4.9, 4.89]}}),
-)
-
-
-@check("end-excess", END_EXCESS)
-def end_excess(pair: Pair) -> list[Finding] | Skip:
-    got = sides(pair)
-    if isinstance(got, Skip):
-        return got
-    b, r, t = got
-    bs, be, re_ = b.start, b.end, r.end
-    gain = bs - be
-    if gain <= 0 or _gain_in_widths(t, b) < END_EXCESS.t("min_gain"):
-        return Skip(SkipKind.DEGENERATE, f"the baseline had not improved beyond its noise by step "
-                    f"{t.steps[-1]:g}; its progress sets no scale yet")
-    share, ratio = (re_ - be) / gain, re_ / be
-    if share > END_EXCESS.t("share") and ratio > END_EXCESS.t("min_ratio"):
-        step = float(t.steps[-1])
-        return [END_EXCESS.finding(_loc(pair, step), run_end=re_, base_end=be, base_start=bs,
-                                   excess=re_ - be, share=share, ratio=ratio, step=step)]
-    return []
-
-
-NEG_IMPROVE = rule(
-    id="TP-NEG-IMPROVE", level=Level.FAIL, group=G,
-    title="The run got worse from start to end.",
-    evidence="start {start} -> end {end} at step {step} (medians of {k} points; {gap:.1f} noise "
-    "widths, > {limit_gap}), while the baseline went {base_start} -> {base_end} over the same steps",
-    summary="The run's loss rose from its start by more than its noise while the baseline's fell.",
-    why="Training made the model worse than its initialisation; whatever it is doing is not "
-    "the task.",
-    fix="Lower the learning rate; check precision (fp16 overflow) and data.",
-    thresholds={"min_worsening": Threshold(0.05, "of the run's start",
-                                           "Within 5 % a run has not moved either way (TP-IMPROVE-"
-                                           "DEFICIT's ground): an lr=0 run ends 0.4 % above its start "
-                                           "on batch noise alone."),
-                "gap": GAP},
-    fires=Example({"baseline": {"loss": [1.5, 1.4, 1.3, 1.25, 1.2, 1.15, 1.1, 1.05, 1.02, 1.0]},
-                   "run": {"loss": [1.4, 1.3, 1.5, 2.0, 2.6, 3.5, 4.4, 5.5, 6.4, 7.0]}}),
-    passes=Example({"baseline": {"loss": [1.5, 1.4, 1.3, 1.25, 1.2, 1.15, 1.1, 1.05, 1.02, 1.0]},
-                    "run": {"loss": [1.5, 1.42, 1.3, 1.26, 1.2, 1.16, 1.1, 1.06, 1.03, 1.01]}}),
-)
-
-IMPROVE_DEFICIT = rule(
-    id="TP-IMPROVE-DEFICIT", level=Level.FAIL, group=G,
-    title="The run improved far less than the baseline.",
-    evidence="by step {step} the run improved {run_imp:.1%} vs the baseline's {base_imp:.1%} "
-    "({share:.2f} of the baseline's < {limit_share}; the baseline's gain is {gain:.1f} noise widths)",
-    summary="The run's relative start-to-end improvement is a small fraction of the baseline's "
-    "over the same steps.",
-    why="A run that barely moves while the same recipe moved a lot is not training: lr 0, "
-    "frozen weights, a scheduler stuck in warm-up.",
-    fix="Compare the logged lr and the trainable parameter count with the baseline's.",
-    thresholds={"share": Threshold(0.25, "of the baseline's improvement", "Seeds of one "
-                                   "healthy config improve within 2x of each other."),
-                "min_gain": MIN_GAIN},
-    fires=Example({"baseline": {"loss": [1.5, 1.4, 1.3, 1.2, 1.1, 1.0, 1.0, 0.95, 0.94, 0.94]},
-                   "run": {"loss": [1.52, 1.50, 1.51, 1.49, 1.50, 1.50, 1.49, 1.48, 1.49, 1.49]}}),
-    passes=Example({"baseline": {"loss": [1.5, 1.4, 1.3, 1.2, 1.1, 1.0, 1.0, 0.95, 0.94, 0.94]},
-                    "run": {"loss": [1.5, 1.4, 1.32, 1.2, 1.1, 1.05, 1.0, 0.97, 0.95, 0.95]}}),
-)
-
-
-@check("improvement", NEG_IMPROVE, IMPROVE_DEFICIT)
-def improvement(pair: Pair) -> list[Finding] | Skip:
-    got = sides(pair)
-    if isinstance(got, Skip):
-        return got
-    b, r, t = got
-    bs, be, rs, re_, k = b.start, b.end, r.start, r.end, r.k
-    step = float(t.steps[-1])
-    base_imp, run_imp = (bs - be) / bs, (rs - re_) / rs
-    se = t.change_se(t.run_sigma)
-    worse = float(np.log(re_ / rs) / se) if se > 0 else float("inf")
-    if re_ > rs * (1 + NEG_IMPROVE.t("min_worsening")) and worse > NEG_IMPROVE.t("gap") and base_imp > 0:
-        return [NEG_IMPROVE.finding(_loc(pair, step), start=rs, end=re_, k=k, base_start=bs,
-                                    base_end=be, step=step, gap=worse)]
-    gain = _gain_in_widths(t, b) if base_imp > 0 else 0.0
-    if gain < IMPROVE_DEFICIT.t("min_gain"):
-        return Skip(SkipKind.DEGENERATE, f"the baseline had not improved beyond its noise by step "
-                    f"{step:g}; relative improvement is meaningless")
-    share = run_imp / base_imp
-    if share < IMPROVE_DEFICIT.t("share"):
-        return [IMPROVE_DEFICIT.finding(_loc(pair, step), run_imp=run_imp, base_imp=base_imp,
-                                        share=share, step=step, gain=gain)]
-    return []
-
-
-GRADNORM_RATIO = rule(
-    id="TP-GRADNORM-RATIO", level=Level.WARN, group=G,
-    title="Gradient norms are far above the baseline's.",
-    evidence="run median grad_norm {run_med} vs baseline {base_med} up to step {step} "
-    "({ratio:.2f}x > {limit_ratio})",
-    summary="The run's typical gradient norm is a multiple of the baseline's over the same steps.",
-    why="Persistently large gradients mean a sharper, less stable optimisation than the "
-    "recipe is known to produce.",
-    fix="Check the learning rate, loss scaling and clipping against the baseline's config.",
-    thresholds={"ratio": Threshold(5.0, "x baseline median", "Medians are robust to single "
-                                   "spikes; 5x is a different optimisation regime.")},
-    fires=Example({"baseline": {"loss": [1.0] * 3, "grad_norm": [0.4, 0.5, 0.45]},
-                   "run": {"loss": [1.0] * 3, "grad_norm": [4.0, 5.0, 4.5]}}),
-    passes=Example({"baseline": {"loss": [1.0] * 3, "grad_norm": [0.4, 0.5, 0.45]},
-                    "run": {"loss": [1.0] * 3, "grad_norm": [0.5, 0.6, 0.55]}}),
-)
-
-
-def _upto(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    return values[keep] if keep.any() else values
-
-
-def shared_medians(pair: Pair, name: str) -> tuple[float, float, float] | Skip:
-    """(run median, highest baseline median, run's last step) of a metric over the steps
-    both sides logged: the run from the baselines' first step, the baselines up to the
-    run's last (the top of several baselines, so seed spread is not called a regression)."""
-    r = pair.run.get(name)
-    bs = [b.get(name) for b in pair.baselines]
-    if r is None or any(b is None for b in bs):
-        return Skip(SkipKind.NO_DATA, f"{name} missing on one side")
-    rf = r.finite_only()
-    fs = [b.finite_only() for b in bs if b is not None]
-    if not len(rf) or not all(len(f) for f in fs):
-        return Skip(SkipKind.DEGENERATE, f"no finite {name} on one side")
-    first, last = max(float(f.steps[0]) for f in fs), float(rf.steps[-1])
-    run_med = stats.robust_median(_upto(rf.values, rf.steps >= first))
-    base_med = max(stats.robust_median(_upto(f.values, f.steps <= last)) for f in fs)
-    return run_med, base_med, last
-
-
-@check("gradnorm-ratio", GRADNORM_RATIO)
-def gradnorm_ratio(pair: Pair) -> list[Finding] | Skip:
-    got = shared_medians(pair, "grad_norm")
-    if isinstance(got, Skip):
-        return got
-    rm, bm, step = got
-    if not bm > 0 or not np.isfinite(rm):
-        return Skip(SkipKind.DEGENERATE, "no positive finite grad_norm median on one side")
-    ratio = rm / bm
-    if ratio > GRADNORM_RATIO.t("ratio"):
-        return [GRADNORM_RATIO.finding(_loc(pair), run_med=rm, base_med=bm, ratio=ratio, step=step)]
-    return []
-
-
-BAD_BASELINE = rule(
-    id="TP-BAD-BASELINE", level=Level.WARN, group=G,
-    title="The baseline itself fails single-run checks.",
-    evidence="baseline {path} is {verdict}: {ids}",
-    summary="The run was compared against a baseline that is not known-good.",
-    why="Ratios against a broken baseline can pass a broken run.",
-    fix="Pick a baseline that passes `trainproof epoch`.",
-)

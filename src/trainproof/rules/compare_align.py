@@ -1,5 +1,5 @@
 """How compare lines a run up with its baseline(s), and how much noise the comparison
-carries. Measurement only - the verdicts are in compare.py and compare_eval.py.
+carries. Measurement only - the verdicts are in compare.py and the compare_*.py beside it.
 
 A run is compared over the steps it shares with every baseline: its own logged steps
 inside the baselines' common step range, each baseline interpolated at those steps. A

@@ -8,8 +8,9 @@ import numpy as np
 
 from trainproof.model import Finding, Level, Location, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.compare import shared_medians, sides
+from trainproof.rules.compare import sides
 from trainproof.rules.compare_align import MIN_EVAL_POINTS, Pair, Side, Track
+from trainproof.rules.compare_health import shared_medians
 
 G = "compare"
 

@@ -12,6 +12,7 @@ from trainproof.model import Finding, Level, Location, Skip, SkipKind
 from trainproof.probes.dataset_contamination import EvalIndex
 from trainproof.probes.dataset_near import NearParams, candidate_probability
 from trainproof.probes.dataset_read import unpack
+from trainproof.rules import preflight_records  # noqa: F401  (registers "duplicates", which `after=` needs)
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.preflight import G, Preflight, location, place
 
