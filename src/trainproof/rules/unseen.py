@@ -67,7 +67,7 @@ UNSEEN_NEAR_ZERO = rule(
 )
 
 
-def _surrogate(run: Run) -> bool:
+def surrogate(run: Run) -> bool:
     """The logged loss is a policy-gradient or preference objective, not a cross-entropy."""
     return run.get("reward") is not None or any(c.startswith(_SURROGATE_PREFIXES) for c in run.columns)
 
@@ -77,7 +77,7 @@ def unseen_near_zero(run: Run) -> list[Finding] | Skip:
     r = UNSEEN_NEAR_ZERO
     if run.get("eval_loss") is not None:
         return []  # an eval loss is the evidence this rule asks for; TP-OVERFIT and TP-EVAL-DIVERGE read it
-    if _surrogate(run):
+    if surrogate(run):
         return Skip(SkipKind.COVERED, "the loss is an RL or preference objective, not a cross-entropy")
     epoch = run.get("epoch")
     if epoch is None:
