@@ -136,4 +136,4 @@ def test_units_do_not_move_it() -> None:
 
 
 def test_declared_thresholds_are_the_ones_used() -> None:
-    assert EVAL_MISMATCH.t("ratio") == 3.0 and EVAL_MISMATCH.t("min_evals") == 3
+    assert EVAL_MISMATCH.t("ratio") == 3.0 and EVAL_MISMATCH.t("min_points") == 3

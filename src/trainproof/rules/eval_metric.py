@@ -66,7 +66,7 @@ EVAL_METRIC_CONFLICT = rule(
                                    "1.5 is either a fraction or the percentage of a near-perfect "
                                    "model, and a near-zero loss agrees with the second reading: "
                                    "it is not judged."),
-        "min_evals": Threshold(2, "evaluations",
+        "min_points": Threshold(2, "evaluations",
                                "Never one point: the loss and the metric disagree at two "
                                "evaluations, and still at the last one."),
     },
@@ -104,7 +104,7 @@ def _conflict(run: Run, name: str, ev: Series) -> Finding | None:
         return None
     loss, err = ev.values[i_ev], frac[i_m]
     bad = (loss >= 0) & (loss <= r.t("near_zero")) & (err >= r.t("useless"))
-    if bad.sum() < r.t("min_evals") or not bad[-1]:
+    if bad.sum() < r.t("min_points") or not bad[-1]:
         return None
     return r.finding(where(run, steps[bad][0]), metric=name, wer_low=float(err[bad].min() * 100),
                      wer_high=float(err[bad].max() * 100), useless_pct=r.t("useless") * 100,

@@ -49,22 +49,25 @@ EVAL_MISMATCH = rule(
         "ratio": Threshold(3.0, "x the train loss around the evaluation",
                            "Held-out batches of the training distribution and an eval set drawn "
                            "from it agree up to the shift a model can show between two samples of "
-                           "one task. On the public runs (all four halves), healthy first-epoch "
-                           "evaluations sit at 0.3-1.45x the train loss around them; an AI-text "
-                           "detector whose eval set comes from other sources sits at 1.8-5x "
-                           "(median 2.2x, labelled healthy), so a single evaluation above 3x is "
-                           "not enough and every first-epoch evaluation must clear it."),
+                           "one task. On the public runs (all four halves) the first-epoch "
+                           "evaluations of a healthy run sit at a median of at most 1.45x the "
+                           "train loss around them, with two exceptions: a ViT whose first "
+                           "evaluation sat at 10.7x and its second at 1.3x, and an AI-text "
+                           "detector whose eval set comes from other sources at 1.9-5.5x (three "
+                           "of its four under 3x). Single evaluations above 3x happen in healthy "
+                           "runs, so every first-epoch evaluation must clear the bar."),
         "noise_units": Threshold(4.0, "units of the train loss's per-point noise (log space)",
                                  "The eval lies beyond where the train log's own points stray "
                                  "(stats.log_noise, first differences of the log loss): 4 units "
                                  "is one point in 30 000 for normal noise. A classifier near 0, "
                                  "whose logged loss scatters by a factor 2 per point, needs the "
                                  "eval about 12x its train level before the ratio counts."),
-        "min_evals": Threshold(3, "evaluations in the first epoch",
+        "min_points": Threshold(3, "evaluations in the first epoch",
                                "A persistent offset, never one point: a checkpoint caught "
                                "mid-spike, or a first evaluation made before the model adapted "
                                "to the eval format, is one evaluation (a healthy ViT's first "
-                               "evaluation sat 10x above its train loss, its second 1.5x)."),
+                               "sat at 10.7x its train loss, its second at 1.3x); with three, "
+                               "no pair of evaluations decides."),
         "window": Threshold(5, "train loss points",
                             "The train loss around an evaluation is the median of the five "
                             "first-epoch points nearest to it in steps, on both sides, so a "
@@ -137,7 +140,7 @@ def eval_mismatch(run: Run) -> list[Finding] | Skip:
     inside = _first_epoch(tr, e)
     t_steps, t_vals = tr.steps[inside], tr.values[inside]
     at = _first_epoch(ev, e) & (ev.steps >= tr.steps[0])
-    if t_vals.size < r.t("window") or at.sum() < r.t("min_evals"):
+    if t_vals.size < r.t("window") or at.sum() < r.t("min_points"):
         return Skip(SkipKind.TOO_FEW, f"{int(at.sum())} evaluation(s) and {t_vals.size} train point(s) "
                     "in the first epoch")
     k = int(r.t("window"))

@@ -62,7 +62,8 @@ UNSEEN_NEAR_ZERO = rule(
     "error in small units) can sit below 0.01 legitimately; logging an eval loss silences the "
     "rule. An eval loss is taken at its word: when the eval targets are as degenerate as the train "
     "targets (an eval loss as near zero, beside a metric such as WER that says the model is "
-    "useless), the rule is silent. A log without an epoch column cannot say where the first epoch "
+    "useless), the rule is silent and TP-EVAL-METRIC-CONFLICT judges the pair. A log without an "
+    "epoch column cannot say where the first epoch "
     "ends and is not judged.",
 )
 
