@@ -37,6 +37,7 @@ def test_fires_on_the_norm_free_model_whose_eval_measured_something_else() -> No
 
 
 def test_silent_on_every_other_real_log() -> None:
+    assert len(public()) >= 200 and len(local()) >= 100  # the logs were found
     assert fires_on(eval_mismatch, public()) == {DYT}
     assert fires_on(eval_mismatch, local()) == set()
 

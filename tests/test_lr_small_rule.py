@@ -38,6 +38,7 @@ def test_fires_on_the_run_at_1e_8() -> None:
 
 
 def test_silent_on_every_other_real_log() -> None:
+    assert len(public()) >= 200 and len(local()) >= 100  # the logs were found
     assert fires_on(learning_rate_too_small, public()) == {GEC}
     assert fires_on(learning_rate_too_small, local()) == set()
 
