@@ -34,7 +34,9 @@ never held to the bar in tests: its misses are the out-of-sample estimate,
 reported rather than fixed -
 except TP-DEAD-RUN, changed after its false FAIL on the fresh run arbordreams, for
 which the first fresh half is in-sample, and TP-DIVERGE, changed after its false FAIL on
-fresh2's atharva-m (and fresh's arguable ishanwa), for which both fresh halves are.
+fresh2's atharva-m (and fresh's arguable ishanwa), for which both fresh halves are; and
+TP-EVAL-METRIC-CONFLICT, TP-EVAL-MISMATCH and TP-LR-TOO-SMALL, added on broken runs of the
+fresh halves and checked against all four, for which every half is in-sample.
 """
 
 from __future__ import annotations
@@ -330,6 +332,17 @@ def _intro(n: Counter) -> list[str]:
         "arguable one on ishanwa (before/after on all four halves in "
         "`public_runs/diverge_before_after.txt`), so for TP-DIVERGE both fresh halves are in-sample; "
         "for every other rule, fresh2 is still out of sample.",
+        "",
+        "Added after that, on three runs of the fresh halves that passed (before/after on all four "
+        "halves in `public_runs/eval_lr_rules_before_after.txt`): TP-EVAL-METRIC-CONFLICT (FAIL: an "
+        "eval loss <= 0.01 beside a WER or CER >= 90 % at the same evaluations; fresh's Whisper LoRA "
+        "chaykoon, PASS -> FAIL), TP-EVAL-MISMATCH (WARN: at every first-epoch evaluation, at least "
+        "three, the eval loss is >= 3x the still held-out train loss around it and beyond its noise; "
+        "fresh2's norm-free DistilGPT2 mrrobot401, PASS -> WARN) and TP-LR-TOO-SMALL (WARN: peak LR "
+        "after warm-up <= 1e-8; fresh2's cognmal, PASS -> WARN). Their bars were argued from how "
+        "training behaves and checked for silence against the healthy runs of every half, so all four "
+        "halves - design, report, fresh and fresh2 - are in-sample for these three rules; no other "
+        "verdict moves.",
         "",
         *([f"The third fresh half ({n['fresh3']} runs from yet other repositories, public_runs/fresh3/) was "
            "labelled and its labels committed before the tool ran on any of its runs; its first scoring "

@@ -27,6 +27,7 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
     ),
     # metrics beside the eval loss: read to corroborate an eval-loss finding, never alone
     "eval_wer": ("eval_wer", "val_wer", "validation_wer", "test_wer"),
+    "eval_cer": ("eval_cer", "val_cer", "validation_cer", "test_cer"),
     "eval_accuracy": ("eval_accuracy", "val_accuracy", "validation_accuracy", "val_acc", "eval_acc",
                       "test_accuracy", "eval_mean_token_accuracy"),
     "lr": (

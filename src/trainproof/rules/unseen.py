@@ -62,12 +62,13 @@ UNSEEN_NEAR_ZERO = rule(
     "error in small units) can sit below 0.01 legitimately; logging an eval loss silences the "
     "rule. An eval loss is taken at its word: when the eval targets are as degenerate as the train "
     "targets (an eval loss as near zero, beside a metric such as WER that says the model is "
-    "useless), the rule is silent. A log without an epoch column cannot say where the first epoch "
+    "useless), the rule is silent and TP-EVAL-METRIC-CONFLICT judges the pair. A log without an "
+    "epoch column cannot say where the first epoch "
     "ends and is not judged.",
 )
 
 
-def _surrogate(run: Run) -> bool:
+def surrogate(run: Run) -> bool:
     """The logged loss is a policy-gradient or preference objective, not a cross-entropy."""
     return run.get("reward") is not None or any(c.startswith(_SURROGATE_PREFIXES) for c in run.columns)
 
@@ -77,7 +78,7 @@ def unseen_near_zero(run: Run) -> list[Finding] | Skip:
     r = UNSEEN_NEAR_ZERO
     if run.get("eval_loss") is not None:
         return []  # an eval loss is the evidence this rule asks for; TP-OVERFIT and TP-EVAL-DIVERGE read it
-    if _surrogate(run):
+    if surrogate(run):
         return Skip(SkipKind.COVERED, "the loss is an RL or preference objective, not a cross-entropy")
     epoch = run.get("epoch")
     if epoch is None:
