@@ -58,6 +58,9 @@ def _declare(module: str, name: str, description: str, sniff_dir: bool = False, 
 _declare("hf", "hf", "HuggingFace Trainer trainer_state.json", compressed=True)
 # a binary header or the .wandb suffix: decided before any text sniff
 _declare("wandb", "wandb", "Weights & Biases run log (run-*.wandb) or its run directory", sniff_dir=True)
+# one JSON object of per-epoch column lists: before jsonl, which would take its one line
+_declare("keras_history", "keras", "Keras History saved as JSON (json.dump(history.history)), "
+         "or pandas' to_json of it", compressed=True)
 _declare("coqui", "coqui", "Coqui Trainer text log (trainer_0_log.txt)", compressed=True)
 _declare("jsonl", "jsonl", "JSON Lines, one metrics object per line", compressed=True)
 _declare("csvlog", "csv", "CSV/TSV with a header row", compressed=True)
