@@ -63,6 +63,8 @@ _declare("keras_history", "keras", "Keras History saved as JSON (json.dump(histo
          "or pandas' to_json of it", compressed=True)
 _declare("coqui", "coqui", "Coqui Trainer text log (trainer_0_log.txt)", compressed=True)
 _declare("jsonl", "jsonl", "JSON Lines, one metrics object per line", compressed=True)
+# a CSV whose header is YOLO's: before csv, which would read it without a loss
+_declare("ultralytics", "ultralytics", "Ultralytics YOLO results.csv (one row per epoch)", compressed=True)
 _declare("csvlog", "csv", "CSV/TSV with a header row", compressed=True)
 register(Format("mlflow", _lazy("mlflow_sqlite", "sniff"), _lazy("mlflow", "read"),
                 "MLflow tracking store: mlflow.db (SQLite) or an mlruns/ tree, experiment or run directory",
