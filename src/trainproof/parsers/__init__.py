@@ -61,6 +61,9 @@ _declare("wandb", "wandb", "Weights & Biases run log (run-*.wandb) or its run di
 # one JSON object of per-epoch column lists: before jsonl, which would take its one line
 _declare("keras_history", "keras", "Keras History saved as JSON (json.dump(history.history)), "
          "or pandas' to_json of it", compressed=True)
+# JSON lines whose validation steps count epochs: before jsonl, which would read them as steps
+_declare("mmengine", "mmengine", "MMEngine / OpenMMLab vis_data/scalars.json (or <timestamp>.json)",
+         compressed=True)
 _declare("coqui", "coqui", "Coqui Trainer text log (trainer_0_log.txt)", compressed=True)
 _declare("jsonl", "jsonl", "JSON Lines, one metrics object per line", compressed=True)
 # a CSV whose header is YOLO's: before csv, which would read it without a loss
