@@ -64,6 +64,8 @@ _declare("keras_history", "keras", "Keras History saved as JSON (json.dump(histo
 # JSON lines whose validation steps count epochs: before jsonl, which would read them as steps
 _declare("mmengine", "mmengine", "MMEngine / OpenMMLab vis_data/scalars.json (or <timestamp>.json)",
          compressed=True)
+# JSON lines whose `time` is seconds per iteration: before jsonl, which would read a clock
+_declare("detectron2", "detectron2", "Detectron2 metrics.json (JSONWriter)", compressed=True)
 _declare("coqui", "coqui", "Coqui Trainer text log (trainer_0_log.txt)", compressed=True)
 _declare("jsonl", "jsonl", "JSON Lines, one metrics object per line", compressed=True)
 # a CSV whose header is YOLO's: before csv, which would read it without a loss
