@@ -108,3 +108,18 @@ def test_bad_input_is_one_line_exit_2(run_cli, tmp_path, body):
     code, out, err = run_cli("epoch", log, "--format", "ultralytics")
     assert code == 2, (out, err)
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_yolov5_results_csv_synthetic():
+    """YOLOv5's results.csv (SYNTHETIC, its Loggers' "%20s"/"%20.5g" format): obj_loss is a
+    component too, lr = x/lr0, epochs from 0."""
+    log = FIX / "SYNTHETIC_yolov5" / "results.csv"
+    want = json.loads((FIX / "SYNTHETIC_yolov5" / "expected.json").read_text())
+    rows = [dict(zip(want["keys"], r, strict=True)) for r in want["rows"]]
+    assert detect(log).name == "ultralytics"
+    run = read_run(log)
+    np.testing.assert_array_equal(run.series["loss"].steps, range(12))
+    parts = ("train/box_loss", "train/obj_loss", "train/cls_loss")
+    np.testing.assert_allclose(run.series["loss"].values, [sum(r[k] for k in parts) for r in rows], rtol=5e-5)
+    np.testing.assert_allclose(run.series["lr"].values, [r["x/lr0"] for r in rows], rtol=5e-5)
+    assert "eval_loss" in run.series

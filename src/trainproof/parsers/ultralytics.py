@@ -13,7 +13,9 @@ and `eval_loss` = the sum of the val/*_loss ones (on rows where every component 
 number); `lr` = `lr/pg0` (the parameter group of weights with decay; pg1 and pg2, the
 norm weights and biases, differ only during warm-up). Every raw column is kept too.
 A classify run logs one `train/loss` / `val/loss`, read as they are. Older releases pad
-every cell with spaces; the CSV reader strips them."""
+every cell with spaces; the CSV reader strips them. YOLOv5's results.csv has the same
+shape (train/box_loss, train/obj_loss, train/cls_loss, ..., x/lr0..2; its `epoch`
+counts from 0): read the same way, lr = x/lr0."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from trainproof.parsers import csvlog
 from trainproof.parsers.base import RawLog
 
 NAME = "ultralytics"
-_LR = "lr/pg0"
+_LRS = ("lr/pg0", "x/lr0")  # YOLOv8+ names the parameter groups pg0..2; YOLOv5 x/lr0..2
 
 
 def _header(head: bytes) -> list[str]:
@@ -38,7 +40,7 @@ def sniff(name: str, head: bytes) -> bool:
     if not name.endswith(".csv"):
         return False
     cols = _header(head)
-    return (cols[:1] == ["epoch"] and _LR in cols
+    return (cols[:1] == ["epoch"] and any(lr in cols for lr in _LRS)
             and any(c.startswith("train/") and c.endswith("loss") for c in cols))
 
 
@@ -67,9 +69,10 @@ def read(path: Path) -> RawLog:
             cols[target] = _summed(cols, parts)
             notes.append(f"{target} = {' + '.join(parts)} (gain-weighted components; "
                          "their sum is the optimised loss per batch divided by the batch size)")
-    if _LR in cols and "lr" not in cols:
-        cols["lr"] = cols[_LR]
-        notes.append(f"lr = {_LR}")
+    lr = next((name for name in _LRS if name in cols), None)
+    if lr is not None and "lr" not in cols:
+        cols["lr"] = cols[lr]
+        notes.append(f"lr = {lr}")
     return RawLog(cols, raw.records, notes=notes + raw.notes, meta=raw.meta, step_column="epoch")
 
 
