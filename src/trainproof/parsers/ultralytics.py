@@ -53,14 +53,16 @@ def read(path: Path) -> RawLog:
     if "epoch" not in raw.columns:
         raise InputError(f"{path}: no 'epoch' column; not an Ultralytics results.csv")
     rows, epochs = raw.columns["epoch"]
-    by_row = np.full(int(rows.max()) + 1 if rows.size else 0, np.nan)
+    # the CSV reader's steps here are row numbers (no step column): 0 .. records - 1
+    size = max([raw.records] + [int(r.max()) + 1 for r, _ in raw.columns.values() if r.size])
+    by_row = np.full(size, np.nan)
     by_row[rows.astype(np.int64)] = epochs
     cols: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name, (r, v) in raw.columns.items():
         if name == "epoch":
             continue
         at = by_row[r.astype(np.int64)]
-        keep = ~np.isnan(at)
+        keep = ~np.isnan(at)  # a row without an epoch has no step to stand at
         cols[name] = (at[keep], v[keep])
     notes = ["Ultralytics results.csv: one row per epoch, step = epoch"]
     for split, target in (("train", "loss"), ("val", "eval_loss")):
