@@ -169,6 +169,7 @@ def discover(root: Path, max_logs: int) -> Discovery:
             continue
         stack.extend((here / n, depth + 1) for n in reversed(dirnames))
     _fold_checkpoints(found)
+    _fold_mmengine_copies(found)
     _fold_records(found)
     if len(found.logs) > max_logs:
         for p, _ in found.logs[max_logs:]:
@@ -208,6 +209,28 @@ def _fold_checkpoints(found: Discovery) -> None:
                 continue
         keep.append((p, f))
     found.logs = keep
+
+
+def _fold_mmengine_copies(found: Discovery) -> None:
+    """MMEngine writes every scalar line to vis_data/scalars.json and to the
+    <timestamp>.json beside it: judge scalars.json once and list the copy, when the two
+    are the same size (a copy that differs is judged too)."""
+    kept = {p for p, f in found.logs if f.name == "mmengine" and p.name == "scalars.json"}
+    keep = []
+    for p, f in found.logs:
+        twin = p.with_name("scalars.json")
+        if f.name == "mmengine" and p != twin and twin in kept and _same_size(p, twin):
+            found.not_judged.append((p, f"the same lines as {twin.name} beside it (MMEngine writes both)"))
+        else:
+            keep.append((p, f))
+    found.logs = keep
+
+
+def _same_size(a: Path, b: Path) -> bool:
+    try:
+        return os.stat(a).st_size == os.stat(b).st_size
+    except OSError:
+        return False
 
 
 def _fold_records(found: Discovery) -> None:

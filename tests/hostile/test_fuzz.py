@@ -61,7 +61,8 @@ def _dumps(x: object) -> str:
 
 
 LOG_NAMES = ["metrics.jsonl", "metrics.csv", "trainer_state.json", "train.log", "trainer_0_log.txt",
-             "events.out.tfevents.1.host", "run-x.wandb", "mlflow.db", "metrics.jsonl.gz", "offline.zip"]
+             "events.out.tfevents.1.host", "run-x.wandb", "mlflow.db", "metrics.jsonl.gz", "offline.zip",
+             "history.json", "results.csv", "scalars.json", "metrics.json"]
 
 
 @FUZZ
@@ -84,6 +85,31 @@ def test_trainer_state_of_wrong_values(tmp_path, capsys, rows):
     judge(tmp_path, "epoch", str(put(tmp_path, "trainer_state.json", _dumps(doc))), capsys=capsys)
 
 
+@FUZZ
+@given(columns=st.dictionaries(keys, st.one_of(st.lists(numbers, max_size=12), numbers,
+                                             st.dictionaries(st.sampled_from(["0", "1", "2", "x"]), numbers)),
+                               max_size=5),
+       wrapped=st.booleans())
+def test_keras_history_of_wrong_values(tmp_path, capsys, columns, wrapped):
+    doc = {"history": columns} if wrapped else columns
+    judge(tmp_path, "epoch", str(put(tmp_path, "history.json", _dumps(doc))), "--format", "keras", capsys=capsys)
+
+
+mm_keys = st.sampled_from(["step", "iter", "epoch", "loss", "lr", "time", "data_time", "coco/bbox_mAP", "mIoU"])
+
+
+@FUZZ
+@given(rows=st.lists(st.dictionaries(mm_keys, numbers, max_size=6), max_size=25),
+       name=st.sampled_from(["scalars.json", "metrics.json"]))
+def test_mmengine_and_detectron2_rows_of_wrong_values(tmp_path, capsys, rows, name):
+    if name == "metrics.json":  # detectron2's keys
+        rows = [{("iteration" if k == "iter" else "total_loss" if k == "loss" else k): v for k, v in r.items()}
+                for r in rows]
+    fmt = "mmengine" if name == "scalars.json" else "detectron2"
+    text = "".join(_dumps(r) + "\n" for r in rows)
+    judge(tmp_path, "epoch", str(put(tmp_path, name, text)), "--format", fmt, capsys=capsys)
+
+
 cells = st.one_of(st.floats(allow_nan=True).map(repr), st.text(alphabet=",\"\n\r\t ab1.-e", max_size=6),
                   st.sampled_from(["", "nan", "inf", "-inf", "True", "1e999", "9" * 400, "0x10"]))
 
@@ -93,6 +119,14 @@ cells = st.one_of(st.floats(allow_nan=True).map(repr), st.text(alphabet=",\"\n\r
 def test_csv_of_wrong_cells(tmp_path, capsys, header, body):
     text = ",".join(header) + "\n" + "".join(",".join(r) + "\n" for r in body)
     judge(tmp_path, "epoch", str(put(tmp_path, "metrics.csv", text)), capsys=capsys)
+
+
+@FUZZ
+@given(body=st.lists(st.lists(cells, max_size=8), max_size=20))
+def test_ultralytics_results_of_wrong_cells(tmp_path, capsys, body):
+    header = "epoch,train/box_loss,train/cls_loss,val/box_loss,val/cls_loss,lr/pg0\n"
+    text = header + "".join(",".join(r) + "\n" for r in body)
+    judge(tmp_path, "epoch", str(put(tmp_path, "results.csv", text)), capsys=capsys)
 
 
 @FUZZ

@@ -58,8 +58,18 @@ def _declare(module: str, name: str, description: str, sniff_dir: bool = False, 
 _declare("hf", "hf", "HuggingFace Trainer trainer_state.json", compressed=True)
 # a binary header or the .wandb suffix: decided before any text sniff
 _declare("wandb", "wandb", "Weights & Biases run log (run-*.wandb) or its run directory", sniff_dir=True)
+# one JSON object of per-epoch column lists: before jsonl, which would take its one line
+_declare("keras_history", "keras", "Keras History saved as JSON (json.dump(history.history)), "
+         "or pandas' to_json of it", compressed=True)
+# JSON lines whose validation steps count epochs: before jsonl, which would read them as steps
+_declare("mmengine", "mmengine", "MMEngine / OpenMMLab vis_data/scalars.json (or <timestamp>.json)",
+         compressed=True)
+# JSON lines whose `time` is seconds per iteration: before jsonl, which would read a clock
+_declare("detectron2", "detectron2", "Detectron2 metrics.json (JSONWriter)", compressed=True)
 _declare("coqui", "coqui", "Coqui Trainer text log (trainer_0_log.txt)", compressed=True)
 _declare("jsonl", "jsonl", "JSON Lines, one metrics object per line", compressed=True)
+# a CSV whose header is YOLO's: before csv, which would read it without a loss
+_declare("ultralytics", "ultralytics", "Ultralytics YOLO results.csv (one row per epoch)", compressed=True)
 _declare("csvlog", "csv", "CSV/TSV with a header row", compressed=True)
 register(Format("mlflow", _lazy("mlflow_sqlite", "sniff"), _lazy("mlflow", "read"),
                 "MLflow tracking store: mlflow.db (SQLite) or an mlruns/ tree, experiment or run directory",
