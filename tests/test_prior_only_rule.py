@@ -1,4 +1,4 @@
-"""TP-PRIOR-ONLY (rules/class_prior.py): a classifier whose train loss starts near ln K
+"""TP-PRIOR-ONLY (rules/run_prior.py): a classifier whose train loss starts near ln K
 (K <= 4) and never leaves the band a constant prediction of the class prior can reach, eval
 loss included; FAIL past 1.5 epochs, WARN before.
 
@@ -18,7 +18,7 @@ import pytest
 
 from trainproof.engine import judge_run
 from trainproof.model import Level, Run, Series, Skip, SkipKind
-from trainproof.rules.class_prior import PRIOR_ONLY, prior_only
+from trainproof.rules.run_prior import PRIOR_ONLY, prior_only
 
 from .real_logs import fires_on, local, public
 from .test_invariance import PERTURBATIONS, thin

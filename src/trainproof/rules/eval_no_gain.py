@@ -16,6 +16,7 @@ import numpy as np
 
 from trainproof import stats
 from trainproof.model import Finding, Level, Location, Run, Skip, SkipKind
+from trainproof.rules import eval_mismatch  # noqa: F401  (registers eval-mismatch, which this check follows)
 from trainproof.rules import evalcurve as ec
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.run import G
@@ -84,7 +85,7 @@ EVAL_NEVER_BETTER = rule(
 )
 
 
-@check("eval-never-better", EVAL_NEVER_BETTER, after="eval-curve")
+@check("eval-never-better", EVAL_NEVER_BETTER, after="eval-mismatch")
 def eval_never_better(run: Run) -> list[Finding] | Skip:
     r = EVAL_NEVER_BETTER
     e = ec._eval(run, int(r.t("min_points")))

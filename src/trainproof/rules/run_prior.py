@@ -58,14 +58,16 @@ PRIOR_ONLY = rule(
         "max_classes": Threshold(4, "classes (K)",
                                  "Small K only: ln 2 = 0.69, ln 3 = 1.10, ln 4 = 1.39. Above that "
                                  "the uniform loss (ln 5 = 1.61, ln 8 = 2.08) is where LM "
-                                 "fine-tunes sit, and a gallery run at LR 0 starts within 6 % of "
-                                 "ln 5: a level there says nothing about classes."),
+                                 "fine-tunes sit, and ../shared/corpus's gallery42 run at LR 0 "
+                                 "starts within 6 % of ln 5: a level there says nothing about "
+                                 "classes."),
         "band": Threshold(0.10, "fraction of ln K, either side",
                           "The level a constant prediction reaches: ln K down to the entropy of "
                           "a mildly imbalanced prior (0.9 ln 2 is a 68/32 prior; 0.9 ln 3 is "
                           "below a 50/25/25 one), and up to a fresh head's start a little above "
-                          "ln K. A classifier that learned anything leaves it: the public runs' "
-                          "healthy binary classifiers that start at ln 2 reach 0.87 ln 2 or lower."),
+                          "ln K. A classifier that learned anything leaves it: the nearest "
+                          "healthy run of the five public-run halves, a hallucination detector "
+                          "that starts at 1.02 ln 2, reaches 0.87 ln 2."),
         "max_drift": Threshold(0.05, "fraction of the start (Theil-Sen fall over the run)",
                                "A steady fall across the run larger than this is learning, "
                                "however slow, and is left to TP-DEAD-RUN. A constant predictor "
@@ -130,7 +132,7 @@ def _epoch_at_end(run: Run, s: Series) -> float | None:
     return float(np.interp(s.steps[-1], e.steps, e.values))
 
 
-@check("prior-only", PRIOR_ONLY, after="dead-run")
+@check("prior-only", PRIOR_ONLY)
 def prior_only(run: Run) -> list[Finding] | Skip:
     r = PRIOR_ONLY
     if surrogate(run):
