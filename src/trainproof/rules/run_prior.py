@@ -27,7 +27,7 @@ from trainproof.rules.unseen import surrogate
 _EVIDENCE = (
     "train loss starts at {start:.4g} (step {first:g}) and every block median stays in "
     "{low:.4g}-{high:.4g} ({lo_share:.1%}-{hi_share:.1%} of ln {k} = {ln_k:.4g}; band +/-{limit_band:.0%}) "
-    "through epoch {end_epoch:.2f}; all {n_eval} evaluations {eval_low:.4g}-{eval_high:.4g}, in the same "
+    "{through}; all {n_eval} evaluations {eval_low:.4g}-{eval_high:.4g}, in the same "
     "band{accuracy}; no fall across the run beyond a settling bias ({trend}; <= {limit_max_drift:.0%}){level_why}")
 
 PRIOR_ONLY = rule(
@@ -99,7 +99,9 @@ PRIOR_ONLY = rule(
     "without one is not judged: the level of the train loss alone is not enough to tell a "
     "classifier from an LM plateau). An LM whose loss happens to start within 10 % of ln 2, "
     "3 or 4 and stays flat there, eval included, reads as one; it learned nothing either, "
-    "and TP-DEAD-RUN usually says so first. RL and preference objectives are not judged.",
+    "and TP-DEAD-RUN usually says so first. RL and preference objectives are not judged. An "
+    "eval accuracy, where logged, is shown with the loss a constant prediction of that majority "
+    "scores (two classes); it never decides.",
 )
 
 
@@ -116,12 +118,21 @@ def _in_band(values: np.ndarray, ln_k: float) -> bool:
     return bool(((values >= (1 - band) * ln_k) & (values <= (1 + band) * ln_k)).all())
 
 
-def _accuracy(run: Run) -> str:
+def _accuracy(run: Run, k: int) -> str:
+    """The eval accuracy, shown beside the finding (it never decides it). A constant
+    prediction's accuracy is the majority share m, and for two classes its loss is at
+    best the binary entropy of m: the two agree when the model predicts the prior."""
     acc = run.get("eval_accuracy")
     a = acc.finite_only() if acc is not None else None
     if a is None or len(a) == 0:
         return ""
-    return f" (eval accuracy {a.values[0]:.3g} -> {a.values[-1]:.3g}, to compare with the majority class's share)"
+    last = float(a.values[-1])
+    said = f" (eval accuracy {a.values[0]:.3g} -> {last:.3g}"
+    m = max(last, 1.0 - last)
+    if k == 2 and 0.0 < m < 1.0:
+        h = -(m * np.log(m) + (1 - m) * np.log(1 - m))
+        said += f"; predicting a {m:.1%} majority always scores {h:.4g} at best"
+    return said + ")"
 
 
 def _epoch_at_end(run: Run, s: Series) -> float | None:
@@ -170,7 +181,9 @@ def prior_only(run: Run) -> list[Finding] | Skip:
     finding = r.finding(
         Location(run.path, float(s.steps[0])), start=start, first=float(s.steps[0]), k=k, ln_k=ln_k,
         low=float(b.medians.min()), high=float(b.medians.max()), lo_share=float(b.medians.min() / ln_k),
-        hi_share=float(b.medians.max() / ln_k), end_epoch=end_epoch if end_epoch is not None else float("nan"),
+        hi_share=float(b.medians.max() / ln_k), end_epoch=end_epoch,
+        through=(f"through epoch {end_epoch:.2f}" if end_epoch is not None
+                 else f"through step {s.steps[-1]:g}"),
         n_eval=len(ev), eval_low=float(ev.values.min()), eval_high=float(ev.values.max()),
-        accuracy=_accuracy(run), trend=measured, level_why=level_why)
+        accuracy=_accuracy(run, k), trend=measured, level_why=level_why)
     return [finding if past else replace(finding, level=Level.WARN)]
