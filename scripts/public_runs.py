@@ -36,7 +36,9 @@ except TP-DEAD-RUN, changed after its false FAIL on the fresh run arbordreams, f
 which the first fresh half is in-sample, and TP-DIVERGE, changed after its false FAIL on
 fresh2's atharva-m (and fresh's arguable ishanwa), for which both fresh halves are; and
 TP-EVAL-METRIC-CONFLICT, TP-EVAL-MISMATCH and TP-LR-TOO-SMALL, added on broken runs of the
-fresh halves and checked against all four, for which every half is in-sample.
+fresh halves and checked against all four, for which every half is in-sample; and
+TP-PRIOR-ONLY and TP-EVAL-NEVER-BETTER, added on broken runs of fresh3 and checked against
+all five, for which every half is in-sample.
 """
 
 from __future__ import annotations
@@ -347,7 +349,17 @@ def _intro(n: Counter) -> list[str]:
         "",
         *([f"The third fresh half ({n['fresh3']} runs from yet other repositories, public_runs/fresh3/) was "
            "labelled and its labels committed before the tool ran on any of its runs; its first scoring "
-           "is kept verbatim in `public_runs/fresh3_first_scoring.txt`.", ""] if n["fresh3"] else []),
+           "is kept verbatim in `public_runs/fresh3_first_scoring.txt`. Added after it, on three of its "
+           "broken runs that passed (reviewed in `public_runs/fresh3_review.json`; before/after on all "
+           "five halves in `public_runs/prior_never_better_before_after.txt`): TP-PRIOR-ONLY (FAIL past "
+           "1.5 epochs, WARN before: a train loss that starts within 10 % of ln K, K <= 4, and never "
+           "leaves that band, every evaluation in it too; the binary classifiers revyu and vacantfury, "
+           "PASS -> FAIL) and TP-EVAL-NEVER-BETTER (WARN: the eval loss never 2 % below its first "
+           "evaluation and ending >= 5 % and 3 noise units above it while the train loss fell >= 10 %; "
+           "the medimind LM shivamgoyal03, PASS -> WARN, and the WARN-labelled yongshuaiy). Their bars "
+           "were argued from how training behaves and checked for silence against the healthy runs of "
+           "every half, so all five halves - design, report, fresh, fresh2 and fresh3 - are in-sample "
+           "for these two rules; no run labelled PASS moves.", ""] if n["fresh3"] else []),
         *([f"The fourth fresh half ({n['fresh4']} runs from yet other repositories, public_runs/fresh4/) was "
            "labelled and its labels committed (80801d2) before the tool ran on any of its runs; its first "
            "scoring is kept verbatim in `public_runs/fresh4_first_scoring.txt`.", ""] if n["fresh4"] else []),

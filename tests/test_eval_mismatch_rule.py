@@ -22,6 +22,9 @@ from .test_invariance import PERTURBATIONS, assert_invariant, thin
 
 RULE = "TP-EVAL-MISMATCH"
 DYT = "mrrobot401__dyt-nonorm-llms-rewild__results-checkpoint-18991-trainer_state"
+# fresh3 (read here since its first scoring): a classifier labelled broken, FAIL there by
+# TP-DIVERGE, with this WARN beside it in that scoring.
+PODOLSKY = "podolskydavid__optiver-nomidnightsnack__classification-results-checkpoint-2500-trainer_state"
 
 
 def _dyt() -> Run:
@@ -38,7 +41,7 @@ def test_fires_on_the_norm_free_model_whose_eval_measured_something_else() -> No
 
 def test_silent_on_every_other_real_log() -> None:
     assert len(public()) >= 200 and len(local()) >= 100  # the logs were found
-    assert fires_on(eval_mismatch, public()) == {DYT}
+    assert fires_on(eval_mismatch, public()) == {DYT, PODOLSKY}
     assert fires_on(eval_mismatch, local()) == set()
 
 

@@ -88,7 +88,9 @@ OVERFIT = rule(
     "under the ratio is not reported even when it is many noise units: a run trained on "
     "shuffled labels (examples/gallery*/bad_labels) has an eval loss that rises 7-13 % from "
     "its first evaluation, tens of noise units, while the train loss falls, and a loss curve "
-    "alone cannot tell that from mild overfitting (compare against a baseline for that).",
+    "alone cannot tell that from mild overfitting by its size; that its eval loss never got "
+    "below its first evaluation is TP-EVAL-NEVER-BETTER's finding (compare against a baseline "
+    "for the rest).",
 )
 
 EVAL_DIVERGE = rule(
