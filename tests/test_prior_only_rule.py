@@ -48,7 +48,11 @@ def test_fails_the_two_binary_classifiers_that_learned_only_the_prior() -> None:
 def test_silent_on_every_other_real_log() -> None:
     assert len(public()) >= 250 and len(local()) >= 100  # the logs were found
     assert fires_on(prior_only, public()) == {VACANTFURY, REVYU}
-    assert fires_on(prior_only, local()) == set()
+    # The one local log it fires on is not healthy: ultralytics' classify fixture is a 6-epoch
+    # smoke run on random images (tests/fixtures/ultralytics), loss 0.70 -> 0.69, val loss 0.69334
+    # at every epoch and top-1 accuracy 0.5 throughout - two balanced classes, nothing learned.
+    classify = {p for p in fires_on(prior_only, local()) if "ultralytics/classify" in p}
+    assert fires_on(prior_only, local()) == classify and len(classify) == 1
 
 
 def test_the_real_verdict_survives_how_it_was_logged() -> None:
