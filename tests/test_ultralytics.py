@@ -96,7 +96,10 @@ def test_doctor_finds_each_run(run_cli, tmp_path):
     code, out, _ = run_cli("doctor", tmp_path, "--json")
     doc = json.loads(out)
     got = {str(Path(r["file"]).relative_to(tmp_path)): r["verdict"] for r in doc["reports"]}
-    assert got == {f"runs/{t}/train/results.csv": "PASS" for t in TASKS}
+    # classify is a 6-epoch smoke run on random images: loss 0.70 -> 0.69, val loss 0.69334 at
+    # every epoch, top-1 0.5 - two balanced classes, nothing learned, and TP-PRIOR-ONLY says so.
+    want = {f"runs/{t}/train/results.csv": "WARN" if t == "classify" else "PASS" for t in TASKS}
+    assert got == want
     assert code == 0
 
 
