@@ -96,7 +96,7 @@ def test_the_disagreements_stay_few() -> None:
 
 
 FRESH_HALVES = list(public_runs.FRESH_HALVES)
-SCORED_BY_NOW = ("fresh", "fresh2", "fresh3", "fresh4")  # first scorings committed; a later half's file may not exist yet
+SCORED_BY_NOW = ("fresh", "fresh2", "fresh3", "fresh4")  # first scorings committed (a later half: none yet)
 # (fresh4 joins once the lead commits its first scoring, made after the session's rule changes)
 
 
