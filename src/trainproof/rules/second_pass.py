@@ -109,7 +109,11 @@ SECOND_PASS_FLAT = rule(
     "says most). Epoch positions stand for examples: a sampler that draws a different subset "
     "each pass (streaming data, a data set larger than one pass) makes every pass new data, and "
     "the rule would read a converged run as stalled. RL and preference objectives are not "
-    "judged. A run that never dropped is TP-DEAD-RUN's; one below min_level is not judged.",
+    "judged. A run that never dropped is TP-DEAD-RUN's; one below min_level is not judged. An "
+    "LR that decays to 0 on purpose at the end still applied through most of the later pass, "
+    "and what a pass memorises stays in the weights, so a scheduled decay does not flatten the "
+    "comparison (the public runs with a linear decay to 0 fall >= 1.5 %); an LR that reached "
+    "(nearly) 0 right after warm-up does, and is what the rule is for.",
 )
 
 
