@@ -56,7 +56,19 @@ WRECK_SE = Threshold(
     "falls steadily climb >= 8, the fresh half's slow continued-training run 0.9). "
     "TP-LOSS-ROSE's bar.")
 
-THRESHOLDS = {"witness_min_evals": MIN_EVALS, "witness_frozen_rel": FROZEN_REL,
+MIN_FALL = Threshold(
+    0.02, "of the first evaluation",
+    "Below TP-DEAD-RUN's min_improvement a learned witness clears the run only when the eval "
+    "loss also fell by this share of its first evaluation: a FAIL must rest on evidence the "
+    "run did not learn, and a held-out loss that fell this far beyond its noise is evidence "
+    "it did. A frozen model moves its eval loss by < 1e-6 of its value (witness_frozen_rel); a "
+    "near-dead run (an LR orders of magnitude too small) drifts smoothly by parts per thousand, "
+    "which the noise test alone would call significant on a smooth eval curve, so the bar is a "
+    "share, not a z: 2 %, several times that drift, and half the train-side band (the eval "
+    "loss has no batch noise, so a fall of 2 % of it is not a chance draw). The slowly "
+    "learning LoRA that raised it (fresh4 marthinsurya) fell 4.3 %.")
+
+THRESHOLDS = {"witness_min_evals": MIN_EVALS, "witness_min_fall": MIN_FALL, "witness_frozen_rel": FROZEN_REL,
               "witness_eval_end": EVAL_END, "witness_fell_se": FELL_SE, "witness_wreck_se": WRECK_SE}
 
 
@@ -68,6 +80,11 @@ class Witness:
     first: float
     end: float
     z: float  # log(first / end) in standard errors of the eval curve's noise
+
+    @property
+    def fall(self) -> float:
+        """The eval loss's fall as a share of its first evaluation."""
+        return (self.first - self.end) / self.first if self.first > 0 else 0.0
 
     def says(self) -> str:
         """What a frozen witness adds to TP-DEAD-RUN's evidence (a learned one makes no

@@ -46,7 +46,9 @@ DEAD_RUN = rule(
                                      "Healthy fine-tunes in both galleries improve >= 10 %; lr=0 "
                                      "runs move <= 3 % on batch noise alone. A long, slow run near "
                                      "its floor gains less and learns: a steady fall across the "
-                                     "run (trend_z, trend_fall_se) waives this band."),
+                                     "run (trend_z, trend_fall_se) waives this band, and so "
+                                     "does an eval loss that fell beyond its noise by "
+                                     "witness_min_fall."),
         "min_points": Threshold(10, "points", "A start block and an end block that do not overlap."),
         "clear_improvement": Threshold(
             0.10, "fraction of the start median",
@@ -103,7 +105,8 @@ DEAD_RUN = rule(
     "train loss fell by clear_improvement from its first block (a rise is then the data's, not "
     "TP-LOSS-ROSE's); an eval loss that fell beyond its own noise, on a run whose train loss "
     "never climbed above its first point, waives the noise test for a gain between "
-    "min_improvement and clear_improvement. An eval logger that repeats a stale value reads as "
+    "min_improvement and clear_improvement, and, when it also fell by witness_min_fall of its "
+    "first evaluation, clears a gain below min_improvement too. An eval logger that repeats a stale value reads as "
     "frozen. A loss whose block medians fall steadily across the run (rules/steady_fall.py: "
     "Mann-Kendall and Theil-Sen, trend_z and trend_fall_se) learned, however small its gain, "
     "unless the eval loss is frozen or the loss first climbed above its start beyond "
@@ -296,7 +299,11 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
     small = improvement < DEAD_RUN.t("clear_improvement") and gain_se < DEAD_RUN.t("min_gain_se")
     if frozen:
         small = improvement < DEAD_RUN.t("clear_improvement")  # no noise test: the model never moved
-    if improvement < DEAD_RUN.t("min_improvement") or (small and not learned):
+    # Below the band, only a learned witness that also fell by a real share of the eval loss
+    # clears the run: a near-dead run's eval drifts by parts per thousand, beyond its noise.
+    below = improvement < DEAD_RUN.t("min_improvement") and not (
+        learned and witness is not None and witness.fall >= DEAD_RUN.t("witness_min_fall"))
+    if below or (small and not learned):
         # A steady fall across the run is learning however small the gain from start to end
         # (a long, slow run near its floor); a frozen eval loss says the weights never moved.
         # Measured only here, on the runs the bands would fail, so a healthy run pays nothing.
