@@ -23,7 +23,7 @@ reader check.
     python scripts/public_runs.py --sources    # rewrite public_runs/SOURCES.md from the run files
     python scripts/public_runs.py --runs --half fresh   # the fresh half alone
 
-The fresh halves (public_runs/fresh/, fresh2/, fresh3/, fresh4/, fresh5/) are later batches,
+The fresh halves (public_runs/fresh/, fresh2/ .. fresh6/) are later batches,
 each from repositories none of the earlier runs come from. A fresh half is
 scored and shown in its own column once its first scoring is committed
 (public_runs/<half>_first_scoring.txt, the `--runs --half <half>` output kept
@@ -63,6 +63,7 @@ FRESH2 = ROOT / "public_runs" / "fresh2"
 FRESH3 = ROOT / "public_runs" / "fresh3"
 FRESH4 = ROOT / "public_runs" / "fresh4"
 FRESH5 = ROOT / "public_runs" / "fresh5"
+FRESH6 = ROOT / "public_runs" / "fresh6"
 MATRIX = ROOT / "EVIDENCE_MATRIX.md"
 SOURCES = ROOT / "public_runs" / "SOURCES.md"
 DISAGREEMENTS = ROOT / "public_runs" / "disagreements.json"
@@ -71,7 +72,7 @@ HALVES = ("design", "report")  # the halves the hash splits runs/ into; the bar 
 # Later batches, oldest first: half -> folder. Each is scored and shown once its first scoring is
 # committed, never tuned on; the folder gives the half.
 FRESH_HALVES = {"fresh": FRESH, "fresh2": FRESH2, "fresh3": FRESH3, "fresh4": FRESH4,
-                "fresh5": FRESH5}
+                "fresh5": FRESH5, "fresh6": FRESH6}
 ALL_HALVES = (*HALVES, *FRESH_HALVES)
 VERDICTS = ("PASS", "WARN", "FAIL")
 WRITERS = ("hf_trainer_state", "llamafactory_trainer_log")
@@ -384,6 +385,9 @@ def _intro(n: Counter) -> list[str]:
         *([f"The fifth fresh half ({n['fresh5']} runs from yet other repositories, public_runs/fresh5/) was "
            "labelled and its labels committed (5876ef0) before the tool ran on any of its runs; its first "
            "scoring is kept verbatim in `public_runs/fresh5_first_scoring.txt`.", ""] if n["fresh5"] else []),
+        *([f"The sixth fresh half ({n['fresh6']} runs from yet other repositories, public_runs/fresh6/) was "
+           "labelled and its labels committed (ba57959) before the tool ran on any of its runs; its first "
+           "scoring is kept verbatim in `public_runs/fresh6_first_scoring.txt`.", ""] if n["fresh6"] else []),
     ]
 
 

@@ -3,7 +3,7 @@
 The bar is issue #17's: on strangers' runs every FAIL is right and no clearly
 broken run passes, on both halves (design and report). WARNs on runs labelled
 PASS are counted in EVIDENCE_MATRIX.md, not failed here: a WARN is "right or
-arguable". The fresh halves (public_runs/fresh/, fresh2/, fresh3/, fresh4/, fresh5/) are scored
+arguable". The fresh halves (public_runs/fresh/, fresh2/ .. fresh6/) are scored
 and shown but not held to the bar: they are the out-of-sample estimate, and a
 test that failed on one would invite tuning a rule to it. A fresh half gets its
 column only once its first scoring is committed; until then the tests never
@@ -29,6 +29,10 @@ _spec.loader.exec_module(public_runs)
 
 DOCS = public_runs.load_corpus()
 MIN_RUNS = 100  # the issue's floor for a corpus that can show precision at all
+# A fresh half holds at least 40 runs, except where the code index's trainer files ran out: fresh6
+# is every usable log its collector could find in repositories no earlier half holds (29; how it
+# was searched is in public_runs/README.md), so its floor is lower rather than padded with 2-point logs.
+MIN_FRESH_RUNS = {"fresh6": 25}
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +44,8 @@ def judged() -> list:
 def test_corpus_is_large_cited_and_split() -> None:
     assert len(DOCS) >= MIN_RUNS
     halves = Counter(d["half"] for d in DOCS)
-    assert min(halves.values()) >= MIN_RUNS // 3, halves
+    assert min(n for h, n in halves.items() if h not in MIN_FRESH_RUNS) >= MIN_RUNS // 3, halves
+    assert all(halves[h] >= n for h, n in MIN_FRESH_RUNS.items()), halves
     assert len({d["id"] for d in DOCS}) == len(DOCS)
     # one run per repository unless they are different runs: no repository dominates a half
     per_repo = Counter(d["source"]["repo"] for d in DOCS)
@@ -106,13 +111,13 @@ def test_fresh_half_shares_no_repository_with_an_earlier_one(half: str) -> None:
     """Each fresh half comes from repositories no earlier half (runs/, earlier fresh halves) holds."""
     earlier = (*public_runs.HALVES, *FRESH_HALVES[:FRESH_HALVES.index(half)])
     fresh = [d for d in DOCS if d["half"] == half]
-    assert len(fresh) >= 40
+    assert len(fresh) >= MIN_FRESH_RUNS.get(half, 40)
     repos = {d["source"]["repo"].lower() for d in DOCS if d["half"] in earlier}
     shared = repos & {d["source"]["repo"].lower() for d in fresh}
     assert not shared, f"a {half} run shares a repository with an earlier half: {sorted(shared)}"
 
 
-@pytest.mark.parametrize("half", ["fresh2", "fresh3", "fresh4", "fresh5"])
+@pytest.mark.parametrize("half", ["fresh2", "fresh3", "fresh4", "fresh5", "fresh6"])
 def test_fresh_half_is_labelled_and_one_run_per_repository(half: str) -> None:
     """Every run of a later fresh half carries its label (verdict, why, broken; broken only on a
     FAIL), and no repository gives the half two runs."""
