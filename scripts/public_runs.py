@@ -43,7 +43,8 @@ false FAIL on fresh4's marthinsurya (a learned eval witness now clears a gain be
 for which all six halves are in-sample; and TP-SECOND-PASS-FLAT, added on fresh4's broken
 charlene-chenn and checked against all six, for which every half is in-sample; and
 TP-DEAD-RUN a third time, changed after its false FAIL on fresh5's rokibol (a short log that
-cannot tell its gain from a clear one is not judged), for which all seven halves are in-sample.
+cannot tell its gain from a clear one is not judged), and TP-WARMUP-NEVER-ENDED, added on
+fresh5's broken jeevakrishna, for which all seven halves are in-sample.
 """
 
 from __future__ import annotations
@@ -393,7 +394,13 @@ def _intro(n: Counter) -> list[str]:
            "nine blocks) and the loss never climbed above its start beyond its noise; such a log says it was "
            "not judged (the 10-step smoke run rokibol, FAIL -> PASS with that skip). So for TP-DEAD-RUN all "
            "seven halves - design, report, fresh, fresh2, fresh3, fresh4 and fresh5 - are in-sample; no other "
-           "verdict moves.", ""] if n["fresh5"] else []),
+           "verdict moves. Added after it (before/after on all seven halves in "
+           "`public_runs/warmup_never_ended_before_after.txt`): TP-WARMUP-NEVER-ENDED (WARN: the run reached "
+           "its planned end with its LR still rising and its loss under 10 % below its first point; "
+           "jeevakrishna, PASS -> WARN, fresh2's WARN-labelled mohamedyoussef06, NOT-CHECKED -> WARN, and "
+           "design's raiff1982, labelled PASS, PASS -> WARN - arguable). Its bar was argued from how "
+           "training behaves and checked against every run of the seven halves, so all seven are "
+           "in-sample for it; no other verdict moves.", ""] if n["fresh5"] else []),
     ]
 
 
