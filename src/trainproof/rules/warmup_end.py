@@ -37,7 +37,7 @@ WARMUP_NEVER_ENDED = rule(
     fix="Set warmup_steps well below max_steps (or warmup_ratio for this run's length), and "
     "check the scheduler is built for the number of steps the run actually takes.",
     thresholds={
-        "min_lr_points": Threshold(
+        "min_points": Threshold(
             3, "logged LR values",
             "Two rises in a row: one step between two logged values is too little to call a "
             "schedule; three values that keep rising to the end are a warm-up."),
@@ -75,7 +75,7 @@ def never_ended(run: Run) -> dict[str, object] | None:
     if lr is None or s is None:
         return None
     lr, s = lr.finite_only(), s.finite_only()
-    if len(lr) < WARMUP_NEVER_ENDED.t("min_lr_points") or len(s) < 2:
+    if len(lr) < WARMUP_NEVER_ENDED.t("min_points") or len(s) < 2:
         return None
     sched = read_schedule(run)
     how = finished(run, sched, WARMUP_NEVER_ENDED.t("epoch_slack")) if sched.warming_up else ""
