@@ -26,6 +26,8 @@ from .test_invariance import PERTURBATIONS, thin
 RULE = "TP-PRIOR-ONLY"
 VACANTFURY = "vacantfury__cs6140-mugc-project__results-checkpoint-71792-trainer_state"
 REVYU = "revyu__base_bert_cased_enmix__results-checkpoint-3000-trainer_state"
+# fresh5 (in-sample since #17's rokibol review): labelled FAIL, and the rule's one finding there
+MACYRM = "macyrm__buildanything__results-checkpoint-5-trainer_state"
 UNIT_FREE = [n for n in PERTURBATIONS if not n.startswith(("x", "nats"))]  # ln K is in nats
 
 
@@ -47,7 +49,7 @@ def test_fails_the_two_binary_classifiers_that_learned_only_the_prior() -> None:
 
 def test_silent_on_every_other_real_log() -> None:
     assert len(public()) >= 250 and len(local()) >= 100  # the logs were found
-    assert fires_on(prior_only, public()) == {VACANTFURY, REVYU}
+    assert fires_on(prior_only, public()) == {VACANTFURY, REVYU, MACYRM}
     # The one local log it fires on is not healthy: ultralytics' classify fixture is a 6-epoch
     # smoke run on random images (tests/fixtures/ultralytics), loss 0.70 -> 0.69, val loss 0.69334
     # at every epoch and top-1 accuracy 0.5 throughout - two balanced classes, nothing learned.

@@ -100,9 +100,12 @@ def test_the_real_lr_zero_run_is_still_dead_and_says_it_saw_the_whole_plan():
 
 
 def test_a_run_whose_warm_up_is_as_long_as_the_run_is_not_judged_for_progress():
+    # Finished (max_steps reached) with its loss flat at ln 2: TP-WARMUP-NEVER-ENDED, not early
     run = _run({"max_steps": 200}, **_dpo(20, None))
-    assert _ids(run) == {"TP-TOO-EARLY"}
-    assert "warm-up as long as the run" in _finding(run, "TP-TOO-EARLY").evidence
+    assert _ids(run) == {"TP-WARMUP-NEVER-ENDED"}
+    assert "step 200 of max_steps 200" in _finding(run, "TP-WARMUP-NEVER-ENDED").evidence
+    skipped = judge_run(run).skipped  # the progress checks say why they did not judge
+    assert "warm-up as long as the run" in str(skipped["dead-run"])
 
 
 # ---------------------------------------------------------------- TP-DIVERGE: held after the floor

@@ -119,6 +119,12 @@ def eval_witness(run: Run, train: Series, t: Callable[[str], float]) -> Witness 
     return Witness(False, bool(learned), len(e), first, end, float(z))
 
 
+def wrecked(train: Series, t: Callable[[str], float]) -> bool:
+    """Did the positive train loss climb above its first point by more than witness_wreck_se
+    (a start wrecked in the first steps, whose later fall is from the wreck)?"""
+    return _climbed(train, t("witness_wreck_se"))
+
+
 def _climbed(train: Series, bar: float) -> bool:
     """Did the train loss climb above its first point beyond its noise (a wreck)?"""
     x = train.values

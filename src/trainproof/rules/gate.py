@@ -15,11 +15,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.schedule import Schedule, read_schedule
 
 G = "single_run"
+
+EPOCH_SLACK = Threshold(
+    0.01, "of num_train_epochs",
+    "A log without max_steps finished when its last epoch is within this share of "
+    "num_train_epochs: HF logs the end of a 5-epoch run as 4.99 or 5.0, while a checkpoint "
+    "cut mid-run stops a whole logging interval or more before it.")
+
 
 TOO_EARLY = rule(
     id="TP-TOO-EARLY", level=Level.INFO, group=G,
@@ -46,6 +55,8 @@ TOO_EARLY = rule(
             "(fine-tunes drop fastest in their first tenth); warm-up alone is commonly 3-10 % "
             "of the plan. Measured from the end of warm-up (or the first logged step) to the "
             "last, so a resumed log's step offset does not count as progress."),
+        # When a log reached its planned end: a finished run is never "too early".
+        "epoch_slack": EPOCH_SLACK,
     },
     fires=Example({"loss": [0.6931, 0.6932, 0.6931, 0.6930, 0.6931, 0.6932],
                    "lr": [1e-8, 2e-8, 3e-8, 4e-8, 5e-8, 6e-8]},
@@ -56,9 +67,38 @@ TOO_EARLY = rule(
     "whose first logged LR is already the peak, is judged from its first point. The planned "
     "length comes from max_steps (HF trainer_state.json) or total_steps (LLaMA-Factory); "
     "without one only the points after warm-up are counted. A finished run whose LR rose "
-    "to its last step (warm-up as long as the run) is not judged for progress either: it "
-    "never trained at its planned rate.",
+    "to its last step (warm-up as long as the run; max_steps reached, or num_train_epochs) is "
+    "not judged for progress either: it never trained at its planned rate; when its loss also "
+    "made no clear gain it is TP-WARMUP-NEVER-ENDED's (WARN) instead of this INFO.",
 )
+
+
+def finished(run: Run, sched: Schedule, slack: float) -> str:
+    """How the log shows the run reached its planned end, or "" when it does not: its last
+    step at max_steps (total_steps), or, with no plan in steps, its epoch column at
+    num_train_epochs (within `slack` of it, epoch_slack as the asking rule declares it). A
+    checkpoint cut mid-run is in progress."""
+    gs = run.meta.get("global_step") if hasattr(run.meta, "get") else None
+    if sched.planned_steps is not None and isinstance(gs, (int, float)) and not isinstance(gs, bool):
+        # The trainer's own step counter (HF trainer_state.json): what the log's steps say
+        # cannot move it, so a checkpoint cut mid-run stays in progress.
+        if gs >= sched.planned_steps:
+            return f"global_step {gs:g} of max_steps {sched.planned_steps:g}"
+        return ""
+    if sched.planned_steps is not None and sched.last_step is not None:
+        if sched.last_step >= sched.planned_steps:
+            return f"step {sched.last_step:g} of max_steps {sched.planned_steps:g}"
+        return ""  # a plan in steps the log has not reached: in progress
+    epochs = run.meta.get("num_train_epochs") if hasattr(run.meta, "get") else None
+    ep = run.get("epoch")
+    if not (isinstance(epochs, (int, float)) and not isinstance(epochs, bool) and epochs > 0):
+        return ""
+    if ep is None or not ep.values.size or not np.isfinite(ep.values[-1]):
+        return ""
+    last = float(ep.values[-1])
+    if last >= float(epochs) * (1.0 - slack):
+        return f"epoch {last:g} of num_train_epochs {float(epochs):g}"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -70,6 +110,7 @@ class Gate:
     reason: str  # why not, when closed
     seen: str  # "judged to step 200 of a planned 5,000 (4 %)" or ""
     start: float | None  # the first step the progress rules count as at full LR
+    finished_in_warmup: bool = False  # closed because the run ended with its LR still rising
 
 
 def seen_text(sched: Schedule) -> str:
@@ -87,12 +128,14 @@ def progress_gate(run: Run, s: Series) -> Gate:
     tail = f" ({seen})" if seen else ""
     start = sched.warmup_end if sched.warmup_end is not None else (float(s.steps[0]) if len(s) else None)
     if sched.warming_up:
-        # Finished or not: a run whose LR rose to its last step never trained at its planned
-        # rate (warmup_steps >= max_steps), and its progress says nothing about that rate.
-        ended = sched.seen_fraction is not None and sched.seen_fraction >= 1.0
+        # Finished or not, a run whose LR rose to its last step never trained at its planned
+        # rate, and its progress at a fraction of that rate says nothing about the run that
+        # was meant (a finished one's warm-up slip is TP-WARMUP-NEVER-ENDED's, when it cost
+        # the run its progress): the progress checks do not judge it.
+        ended = bool(finished(run, sched, TOO_EARLY.t("epoch_slack")))
         what = "the run ended with its LR still rising (warm-up as long as the run)" if ended else \
             f"the LR is still rising at its last logged step {sched.last_step:g} (warm-up)"
-        return Gate(False, f"{what}{tail}", seen, None)
+        return Gate(False, f"{what}{tail}", seen, None, ended)
     if sched.warmup_end is not None:
         after = int((s.steps > sched.warmup_end).sum())
         if after < TOO_EARLY.t("min_points"):
@@ -130,4 +173,8 @@ def too_early(run: Run) -> list[Finding] | Skip:
     gate = progress_gate(run, s)
     if gate.open:
         return []
+    if gate.finished_in_warmup:
+        from trainproof.rules.warmup_end import never_ended  # imports this module: import late
+        if never_ended(run) is not None:
+            return []  # the run is over, not early: TP-WARMUP-NEVER-ENDED says it
     return [TOO_EARLY.finding(Location(run.path, read_schedule(run).last_step), reason=gate.reason)]

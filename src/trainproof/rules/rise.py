@@ -83,6 +83,21 @@ DEAD_RUN = rule(
             "healthy, bad-labels and overfit runs whose gain is under 10 % sit at 4.7 and more, "
             "except one halved healthy log at 2.0 (8.9 %), which the eval witness below "
             "clears."),
+        "resolve_se": Threshold(
+            1.0, "standard errors",
+            "A gain inside the noise is dead only when the log can tell it from a clear one: "
+            "log(start / end) plus this many of its standard errors (its upper bound) must stay "
+            "below clear_improvement's log-gain. One standard error is the gain's own "
+            "uncertainty; a log that cannot place its gain below the clear band by that much has "
+            "no verdict on progress (a skip saying so), not a FAIL - absence of proof that the "
+            "run learned is not evidence that it did not. Fresh5's rokibol (a 10-step smoke run, "
+            "9.9 % at 1.6 standard errors of 5.3 %-per-point noise) sits 0.02 standard errors "
+            "below the band; dead runs gain about 0 with an upper bound far below it. Only a log too "
+            "short for the trend test to reach trend_z (fewer than nine blocks) rests on this "
+            "bound: on a longer one a missing steady fall is evidence too (design's aloshdenny, "
+            "dead, 7.6 % at 1.6 standard errors over 33 blocks, stays a FAIL), and a loss that first "
+            "climbed above its start beyond witness_wreck_se was wrecked, which is evidence too "
+            "(gallery2's lr x100 run, halved to 20 points, stays a FAIL)."),
         # The eval loss as a witness (rules/eval_witness.py): frozen evaluations make a run
         # dead whatever its train log's noise; a falling eval loss on a run with no wrecked
         # start waives the noise test for a gain between the two bands above.
@@ -113,7 +128,10 @@ DEAD_RUN = rule(
     "witness_wreck_se (a wrecked start learning back). The trend test takes the logged points "
     "as independent draws around the curve: a log of running means since the start, or a "
     "frozen model fed data that grows steadily easier, can pass it; on very long logs the "
-    "block medians are so precise that a fall of a fraction of a per cent is significant.",
+    "block medians are so precise that a fall of a fraction of a per cent is significant. A "
+    "gain inside the noise whose upper bound (resolve_se) reaches clear_improvement, on a log "
+    "of fewer than nine blocks whose loss never climbed above its start, is not judged: a skip "
+    "says so, and a dead run logged that briefly with a chance gain near 10 % is missed.",
 )
 
 LOSS_ROSE = rule(
@@ -303,6 +321,18 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
     # clears the run: a near-dead run's eval drifts by parts per thousand, beyond its noise.
     below = improvement < DEAD_RUN.t("min_improvement") and not (
         learned and witness is not None and witness.fall >= DEAD_RUN.t("witness_min_fall"))
+    # ...and "small" only when the log can tell it from a clear gain: its upper bound (the
+    # measured log-gain plus resolve_se of its standard errors) below clear_improvement's.
+    clear_log = -float(np.log1p(-DEAD_RUN.t("clear_improvement")))
+    upper = float(np.log(start / end)) + DEAD_RUN.t("resolve_se") * float(se) if end > 0 else np.inf
+    # A log long enough for the trend test to show a steady fall had its chance to show
+    # learning there (steady_fall below); only a log too short for it rests on this bound.
+    unresolved = (small and not frozen and upper >= clear_log
+                  and not sf.can_show_fall(sf.trend_blocks(s, b), DEAD_RUN.t)
+                  # a loss that first climbed far above its start was wrecked: its gain is
+                  # from the wreck, and the climb is evidence enough (the eval witness's guard)
+                  and not (s.values.min() > 0 and ew.wrecked(s, DEAD_RUN.t)))
+    small = small and not unresolved
     if below or (small and not learned):
         # A steady fall across the run is learning however small the gain from start to end
         # (a long, slow run near its floor); a frozen eval loss says the weights never moved.
@@ -326,4 +356,10 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
                                  trend=trend.says() if trend is not None else "",
                                  trend_z=trend.z if trend is not None else None,
                                  trend_fall_se=trend.fall_se if trend is not None else None)]
+    if unresolved and not learned:
+        # Neither dead nor shown to learn: say so rather than PASS by silence.
+        return Skip(SkipKind.TOO_FEW, f"not judged: a {improvement:.1%} gain at {gain_se:.1f} standard "
+                    f"errors ({sigma:.1%} per point over {len(s)} points) cannot be told from a clear "
+                    f"{DEAD_RUN.t('clear_improvement'):.0%} one (upper bound {-np.expm1(-upper):.0%} at "
+                    f"{DEAD_RUN.t('resolve_se'):g} standard error)")
     return []

@@ -81,6 +81,23 @@ class Trend:
         return f"; no steady fall across the run: {measured}"
 
 
+def trend_blocks(s: Series, b: stats.Blocks) -> int:
+    """How many block medians steady_fall tests on `s` (blocks laid end to end)."""
+    overlap = b.medians.size > 1 and len(s) % b.size != 0
+    return int(b.medians.size - 1 if overlap else b.medians.size)
+
+
+def can_show_fall(blocks: int, t: Callable[[str], float]) -> bool:
+    """Could `blocks` block medians reach trend_z at all (every later block below every
+    earlier one)? Fewer than nine cannot: on such a log the trend test has no power, and a
+    missing steady fall is no evidence that the run did not learn."""
+    if blocks < 3:
+        return False
+    n = blocks
+    s_max = n * (n - 1) / 2.0
+    return bool((s_max - 1.0) / np.sqrt(n * (n - 1) * (2 * n + 5) / 18.0) >= t("trend_z"))
+
+
 def steady_fall(s: Series, start: float, start_var: float, t: Callable[[str], float],
                 b: stats.Blocks | None = None, sigma: float | None = None) -> Trend | None:
     """Whether the positive finite loss `s` falls steadily across the run; None when it is
