@@ -15,7 +15,6 @@ from pathlib import Path
 
 from trainproof.parsers import jsonl
 from trainproof.parsers.base import RawLog
-from trainproof.parsers.jsonutil import loads
 
 NAME = "detectron2"
 # keys only detectron2's trainer writes beside "iteration" (SimpleTrainer, CommonMetricPrinter)
@@ -25,16 +24,8 @@ _OWN = ("total_loss", "eta_seconds")
 def sniff(name: str, head: bytes) -> bool:
     if not name.endswith((".json", ".jsonl")):
         return False
-    for line in head.splitlines()[:20]:
-        line = line.strip()
-        if not line.startswith(b"{"):
-            continue
-        try:
-            row = loads(line)
-        except (ValueError, UnicodeDecodeError):
-            continue
-        return isinstance(row, dict) and "iteration" in row and any(k in row for k in _OWN)
-    return False
+    row = jsonl.first_row(head)
+    return isinstance(row, dict) and "iteration" in row and any(k in row for k in _OWN)
 
 
 def read(path: Path) -> RawLog:

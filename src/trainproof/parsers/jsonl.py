@@ -39,16 +39,22 @@ class Tally:
 def sniff(name: str, head: bytes) -> bool:
     if name in SUMMARIES or (name.endswith((".json",)) and b'"log_history"' in head):
         return False
+    row = first_row(head)
+    return isinstance(row, dict) and any(looks_like_metric(k) for k in flatten(row))
+
+
+def first_row(head: bytes) -> Any:
+    """The first of the head's first 20 lines that is a JSON object, decoded; None when none is.
+    A damaged line (a torn first write, flipped bits) is skipped: it does not hide a log."""
     for line in head.splitlines()[:20]:
         line = line.strip()
         if not line.startswith(b"{"):
             continue
         try:
-            row = loads(line)
+            return loads(line)
         except (ValueError, UnicodeDecodeError):
-            continue  # one damaged line (a torn first write, flipped bits) does not hide a log
-        return isinstance(row, dict) and any(looks_like_metric(k) for k in flatten(row))
-    return False
+            continue
+    return None
 
 
 def _decode_block(block: bytes, tally: Tally) -> list[dict[str, Any]]:

@@ -30,7 +30,7 @@ from typing import Any
 
 from trainproof.parsers.base import Columns, LineBlocks, RawLog, require_file
 from trainproof.parsers.compressed import open_log
-from trainproof.parsers.jsonl import BLOCK, MAX_LINE, Tally, decode_block, tally_notes
+from trainproof.parsers.jsonl import BLOCK, MAX_LINE, Tally, decode_block, first_row, tally_notes
 from trainproof.parsers.jsonutil import loads
 from trainproof.parsers.progress import Planned
 from trainproof.parsers.rows import add_rows
@@ -43,16 +43,8 @@ _NAMES = re.compile(r"(scalars|\d{8}_\d{6})\.json")
 def sniff(name: str, head: bytes) -> bool:
     if _NAMES.fullmatch(name) is None:
         return False
-    for line in head.splitlines()[:20]:
-        line = line.strip()
-        if not line.startswith(b"{"):
-            continue
-        try:
-            row = loads(line)
-        except (ValueError, UnicodeDecodeError):
-            continue
-        return isinstance(row, dict) and row.keys() >= _TRAIN_KEYS
-    return False
+    row = first_row(head)
+    return isinstance(row, dict) and row.keys() >= _TRAIN_KEYS
 
 
 class _Epochs:
