@@ -1,0 +1,140 @@
+"""The prose that opens EVIDENCE_MATRIX.md's public-runs section: what the halves are, how
+each was labelled, and - the history a reader needs to weigh each column - which rules were
+changed or added after a half was scored, for which that half is therefore in-sample.
+Kept apart from scripts/public_runs.py (loading, rebuilding, judging, scoring), which
+calls intro().
+
+Which halves are in-sample, by rule (every fresh half is otherwise out of sample):
+- TP-DEAD-RUN: fresh (changed after its false FAIL on arbordreams), then all six halves up to
+  fresh4 (a learned eval witness clears a gain below its band, after fresh4's marthinsurya),
+  then all seven (a short log that cannot tell its gain from a clear one is not judged, after
+  fresh5's rokibol);
+- TP-DIVERGE: fresh and fresh2 (after fresh2's atharva-m and fresh's arguable ishanwa);
+- TP-EVAL-METRIC-CONFLICT, TP-EVAL-MISMATCH, TP-LR-TOO-SMALL: design, report, fresh, fresh2
+  (added on broken runs of the fresh halves, checked against all four);
+- TP-PRIOR-ONLY, TP-EVAL-NEVER-BETTER: the five halves up to fresh3;
+- TP-SECOND-PASS-FLAT: the six halves up to fresh4;
+- TP-WARMUP-NEVER-ENDED: the seven halves up to fresh5.
+fresh6, scored after all of these, is out of sample for every rule.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+
+def intro(n: Counter) -> list[str]:
+    """The section's opening paragraphs; `n` counts the judged runs per half (a fresh half's
+    paragraph appears once it is scored)."""
+    return [
+        "## Precision on strangers' runs (public_runs/)",
+        "",
+        f"{sum(n.values())} training logs that strangers committed to public repositories, extracted as numeric "
+        "series with their source cited (public_runs/SOURCES.md), each labelled by reading its curve before the "
+        f"tool ran, split by a hash of the id: design half {n['design']} runs (rules were designed against it), "
+        f"report half {n['report']} runs (never read while designing); a fresh half of {n['fresh']} runs "
+        "from other repositories, collected later (public_runs/fresh/), and a second fresh half of "
+        f"{n['fresh2']} runs from yet other repositories (public_runs/fresh2/). Regenerate: "
+        "`python scripts/public_runs.py --write`.",
+        "",
+        "How blind the report half still is: it was first scored once the rules of issue #17 were "
+        "designed on the design half (commit 5047329): 7 of its 55 runs missed the bar - five "
+        "TP-DEAD-RUN FAILs on runs that learned, and two Whisper fine-tunes wrecked by a learning "
+        "rate too high that passed. TP-DEAD-RUN (its start is now the first logged point, and a "
+        "FAIL needs evidence of no learning) and TP-EVAL-DIVERGE (now also judged from the first "
+        "evaluation, warm-up damage included) were changed after seeing those misses, so for those "
+        "two rules the report half is no longer out of sample. Two rules of issue #16 had thresholds "
+        "set against the highest values healthy runs reach, report-half runs among them "
+        "(TP-SPIKE-UNRECOVERED needs a full 10-point baseline since it warned on a report-half run "
+        "labelled PASS; TP-EPOCH-SAWTOOTH's 40 % climb sits above two report-half runs' 19 %), so "
+        "the report half is not out of sample for those either; for every other rule it still is.",
+        "",
+        "The fresh half is the out-of-sample estimate: its labels were committed (6042cf1) before the "
+        "tool first ran on it, that first scoring is kept verbatim in "
+        "`public_runs/fresh_first_scoring.txt` (5 of 59 runs missed the bar). One rule has been "
+        "changed because of its results: TP-DEAD-RUN, after its false FAIL on arbordreams (a long, "
+        "slow continued-training run), now takes a steady fall across the run as learning "
+        "(rules/steady_fall.py; before/after on all three halves in "
+        "`public_runs/dead_run_before_after.txt`), so for TP-DEAD-RUN the fresh half is in-sample; "
+        "for every other rule it is still out of sample.",
+        "",
+        "Changed on the design half after that scoring: TP-UNSEEN-NEAR-ZERO (WARN), a cross-entropy "
+        "below 0.01 in the second half of the first epoch - on batches the model has not seen - with "
+        "no eval loss logged. Before and after it, on all three halves, two verdicts move: the design "
+        "half's BERT2BERT summariser (labelled broken) goes from PASS to WARN, and a design-half T5 "
+        "run already FAILed for divergence gains the WARN; no report or fresh run changes, nor any "
+        "log in the galleries, evidence/ or ../shared/corpus.",
+        "",
+        "The second fresh half is the out-of-sample estimate for this state of the rules: its labels "
+        "were committed (9fa770e) before the tool ran on any of its runs, and it was scored once, "
+        "after every rule change of that session was merged (c3be167); that scoring is kept verbatim "
+        "in `public_runs/fresh2_first_scoring.txt`: 3 of 54 runs missed the bar (a TP-DIVERGE FAIL "
+        "on a classifier's near-zero train loss, and two broken runs that pass), reviewed in "
+        "`public_runs/fresh2_review.json`. Changed since, because of that scoring: TP-DIVERGE's FAIL "
+        "now also needs the end to give back 10 % of the run's own gain (start -> floor), after its "
+        "false FAIL on fresh2's RoBERTa classifier (0.22 -> 0.0078 -> 0.021) and the fresh half's "
+        "arguable one on ishanwa (before/after on all four halves in "
+        "`public_runs/diverge_before_after.txt`), so for TP-DIVERGE both fresh halves are in-sample; "
+        "for every other rule, fresh2 is still out of sample.",
+        "",
+        "Added after that, on three runs of the fresh halves that passed (before/after on all four "
+        "halves in `public_runs/eval_lr_rules_before_after.txt`): TP-EVAL-METRIC-CONFLICT (FAIL: an "
+        "eval loss <= 0.01 beside a WER or CER >= 90 % at the same evaluations; fresh's Whisper LoRA "
+        "chaykoon, PASS -> FAIL), TP-EVAL-MISMATCH (WARN: at every first-epoch evaluation, at least "
+        "three, the eval loss is >= 3x the still held-out train loss around it and beyond its noise; "
+        "fresh2's norm-free DistilGPT2 mrrobot401, PASS -> WARN) and TP-LR-TOO-SMALL (WARN: peak LR "
+        "after warm-up <= 1e-8; fresh2's cognmal, PASS -> WARN). Their bars were argued from how "
+        "training behaves and checked for silence against the healthy runs of every half, so all four "
+        "halves - design, report, fresh and fresh2 - are in-sample for these three rules; no other "
+        "verdict moves.",
+        "",
+        *([f"The third fresh half ({n['fresh3']} runs from yet other repositories, public_runs/fresh3/) was "
+           "labelled and its labels committed before the tool ran on any of its runs; its first scoring "
+           "is kept verbatim in `public_runs/fresh3_first_scoring.txt`. Added after it, on three of its "
+           "broken runs that passed (reviewed in `public_runs/fresh3_review.json`; before/after on all "
+           "five halves in `public_runs/prior_never_better_before_after.txt`): TP-PRIOR-ONLY (FAIL past "
+           "1.5 epochs, WARN before: a train loss that starts within 10 % of ln K, K <= 4, and never "
+           "leaves that band, every evaluation in it too; the binary classifiers revyu and vacantfury, "
+           "PASS -> FAIL) and TP-EVAL-NEVER-BETTER (WARN: the eval loss never 2 % below its first "
+           "evaluation and ending >= 5 % and 3 noise units above it while the train loss fell >= 10 %; "
+           "the medimind LM shivamgoyal03, PASS -> WARN, and the WARN-labelled yongshuaiy). Their bars "
+           "were argued from how training behaves and checked for silence against the healthy runs of "
+           "every half, so all five halves - design, report, fresh, fresh2 and fresh3 - are in-sample "
+           "for these two rules; no run labelled PASS moves.", ""] if n["fresh3"] else []),
+        *([f"The fourth fresh half ({n['fresh4']} runs from yet other repositories, public_runs/fresh4/) was "
+           "labelled and its labels committed (80801d2) before the tool ran on any of its runs; its first "
+           "scoring is kept verbatim in `public_runs/fresh4_first_scoring.txt`. Changed after it (reviewed in "
+           "`public_runs/fresh4_review.json`; before/after on all six halves in "
+           "`public_runs/dead_run_eval_fall_before_after.txt`): TP-DEAD-RUN no longer fails a gain below "
+           "its 5 % band when the eval loss fell beyond its noise by >= 2 % of its first evaluation on a "
+           "start that was not wrecked (the slowly learning LoRA marthinsurya, FAIL -> PASS; a near-dead "
+           "run's eval drifts by parts per thousand and stays dead). So for TP-DEAD-RUN all six halves - "
+           "design, report, fresh, fresh2, fresh3 and fresh4 - are in-sample; no other verdict moves. Added "
+           "after it (before/after on all six halves in `public_runs/second_pass_before_after.txt`): "
+           "TP-SECOND-PASS-FLAT (WARN: with two passes or more logged, the train loss over the last pass "
+           "within 1 % of the same stretch of the first, after a first drop; the VLA fine-tune "
+           "charlene-chenn, PASS -> WARN). Its bar was argued from how training behaves - a model whose "
+           "weights move memorises re-seen data - and checked for silence against every run of the six "
+           "halves, so all six are in-sample for it; no other verdict moves.",
+           ""] if n["fresh4"] else []),
+        *([f"The fifth fresh half ({n['fresh5']} runs from yet other repositories, public_runs/fresh5/) was "
+           "labelled and its labels committed (5876ef0) before the tool ran on any of its runs; its first "
+           "scoring is kept verbatim in `public_runs/fresh5_first_scoring.txt`. Changed after it (reviewed in "
+           "`public_runs/fresh5_review.json`; before/after on all seven halves in "
+           "`public_runs/dead_run_resolve_before_after.txt`): TP-DEAD-RUN no longer fails a gain inside the "
+           "noise on a log that cannot tell it from a clear 10 % one - its upper bound (the gain plus one "
+           "standard error) reaches the clear band, the log is too short for the steady-fall test (fewer than "
+           "nine blocks) and the loss never climbed above its start beyond its noise; such a log says it was "
+           "not judged (the 10-step smoke run rokibol, FAIL -> PASS with that skip). So for TP-DEAD-RUN all "
+           "seven halves - design, report, fresh, fresh2, fresh3, fresh4 and fresh5 - are in-sample; no other "
+           "verdict moves. Added after it (before/after on all seven halves in "
+           "`public_runs/warmup_never_ended_before_after.txt`): TP-WARMUP-NEVER-ENDED (WARN: the run reached "
+           "its planned end with its LR still rising and its loss under 10 % below its first point; "
+           "jeevakrishna, PASS -> WARN, fresh2's WARN-labelled mohamedyoussef06, NOT-CHECKED -> WARN, and "
+           "design's raiff1982, labelled PASS, PASS -> WARN - arguable). Its bar was argued from how "
+           "training behaves and checked against every run of the seven halves, so all seven are "
+           "in-sample for it; no other verdict moves.", ""] if n["fresh5"] else []),
+        *([f"The sixth fresh half ({n['fresh6']} runs from yet other repositories, public_runs/fresh6/) was "
+           "labelled and its labels committed (ba57959) before the tool ran on any of its runs; its first "
+           "scoring is kept verbatim in `public_runs/fresh6_first_scoring.txt`.", ""] if n["fresh6"] else []),
+    ]
