@@ -16,7 +16,7 @@ from trainproof import stats
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules import unseen  # noqa: F401  (registers unseen-near-zero, which this check follows)
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.gradients import G, where
+from trainproof.rules.gradients import G, epoch_at, where
 from trainproof.rules.unseen import surrogate
 
 EVAL_MISMATCH = rule(
@@ -94,12 +94,6 @@ EVAL_MISMATCH = rule(
 )
 
 
-def _first_epoch(series: Series, epoch: Series) -> np.ndarray:
-    """Which points of `series` fall in the first epoch (the epoch counter, which rises with
-    the step, read at each point's step)."""
-    return np.interp(series.steps, epoch.steps, epoch.values) < 1.0
-
-
 def _positive_finite(run: Run, name: str) -> Series | Skip:
     s = run.get(name)
     if s is None:
@@ -133,13 +127,12 @@ def eval_mismatch(run: Run) -> list[Finding] | Skip:
     tr = _positive_finite(run, "loss")
     if isinstance(tr, Skip):
         return tr
-    epoch = run.get("epoch")
-    e = epoch.finite_only() if epoch is not None else None
-    if e is None or len(e) == 0:
+    tr_epochs, ev_epochs = epoch_at(run, tr.steps), epoch_at(run, ev.steps)
+    if tr_epochs is None or ev_epochs is None:
         return Skip(SkipKind.NO_DATA, "no epoch column: which evaluations fall in the first epoch is unknown")
-    inside = _first_epoch(tr, e)
+    inside = tr_epochs < 1.0
     t_steps, t_vals = tr.steps[inside], tr.values[inside]
-    at = _first_epoch(ev, e) & (ev.steps >= tr.steps[0])
+    at = (ev_epochs < 1.0) & (ev.steps >= tr.steps[0])
     if t_vals.size < r.t("window") or at.sum() < r.t("min_points"):
         return Skip(SkipKind.TOO_FEW, f"{int(at.sum())} evaluation(s) and {t_vals.size} train point(s) "
                     "in the first epoch")
@@ -151,7 +144,7 @@ def eval_mismatch(run: Run) -> list[Finding] | Skip:
     units = gap / sigma if sigma > 0 else np.where(gap > 0, np.inf, 0.0)
     if gap.min() < np.log(r.t("ratio")) or units.min() < r.t("noise_units"):
         return []
-    epochs = np.interp(e_steps, e.steps, e.values)
+    epochs = ev_epochs[at]
     mid = int(np.argsort(gap, kind="stable")[gap.size // 2])
     return [r.finding(where(run, e_steps[0]), n=int(gap.size), start_epoch=float(epochs[0]),
                       end_epoch=float(epochs[-1]), first=float(e_steps[0]), last=float(e_steps[-1]),

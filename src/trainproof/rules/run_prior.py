@@ -20,7 +20,7 @@ from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKi
 from trainproof.rules import rise
 from trainproof.rules import steady_fall as sf
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.gradients import finite_loss
+from trainproof.rules.gradients import epoch_at, finite_loss
 from trainproof.rules.run import G, loss_blocks, loss_noise
 from trainproof.rules.unseen import surrogate
 
@@ -136,11 +136,8 @@ def _accuracy(run: Run, k: int) -> str:
 
 
 def _epoch_at_end(run: Run, s: Series) -> float | None:
-    epoch = run.get("epoch")
-    e = epoch.finite_only() if epoch is not None else None
-    if e is None or len(e) == 0:
-        return None
-    return float(np.interp(s.steps[-1], e.steps, e.values))
+    at = epoch_at(run, s.steps[-1:])
+    return None if at is None else float(at[0])
 
 
 @check("prior-only", PRIOR_ONLY)

@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from trainproof import stats
-from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
+from trainproof.model import Finding, Level, Location, Run, Skip, SkipKind
 from trainproof.rules import rise
 from trainproof.rules.base import Example, Threshold, check, rule
+from trainproof.rules.gradients import epoch_at
 from trainproof.rules.run import G, loss_noise, positive_loss
 from trainproof.rules.unseen import surrogate
 
@@ -117,15 +118,6 @@ SECOND_PASS_FLAT = rule(
 )
 
 
-def _epochs_at(run: Run, s: Series) -> np.ndarray | None:
-    """The epoch of every train loss point, read off the epoch column (None without one)."""
-    epoch = run.get("epoch")
-    e = epoch.finite_only() if epoch is not None else None
-    if e is None or len(e) < 2:
-        return None
-    return np.interp(s.steps, e.steps, e.values)
-
-
 def _stretch(values: np.ndarray, at: np.ndarray, k: int) -> np.ndarray:
     """The loss over the second half (from window_from) of pass k (0-based)."""
     lo = k + SECOND_PASS_FLAT.t("window_from")
@@ -140,7 +132,7 @@ def second_pass_flat(run: Run) -> list[Finding] | Skip:
     s = positive_loss(run, 2 * int(r.t("min_points")), "a fall between passes is a ratio")
     if isinstance(s, Skip):
         return s
-    at = _epochs_at(run, s)
+    at = epoch_at(run, s.steps, 2)  # the epoch of every train loss point
     if at is None:
         return Skip(SkipKind.NO_DATA, "no epoch column: passes over the data cannot be told apart")
     top = float(at.max())

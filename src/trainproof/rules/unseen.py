@@ -9,13 +9,11 @@ decides whether it fires."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from trainproof import stats
 from trainproof.model import Finding, Level, Run, Skip, SkipKind
 from trainproof.rules import evalcurve  # noqa: F401  (registers eval-curve, which this check follows)
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.gradients import G, finite_loss, where
+from trainproof.rules.gradients import G, epoch_at, finite_loss, where
 
 # Raw column prefixes of objectives that are not a cross-entropy on targets: TRL's
 # preference and policy-gradient trainers (DPO/KTO/ORPO `rewards/*`, `logps/*`; GRPO
@@ -86,10 +84,9 @@ def unseen_near_zero(run: Run) -> list[Finding] | Skip:
     s = finite_loss(run, int(r.t("min_points")))
     if isinstance(s, Skip):
         return s
-    e = epoch.finite_only()
-    if len(e) == 0:
+    at = epoch_at(run, s.steps)
+    if at is None:
         return Skip(SkipKind.NO_DATA, "no finite epoch value")
-    at = np.interp(s.steps, e.steps, e.values)  # the epoch counter rises with the step
     inside = (at >= r.t("from_epoch")) & (at < 1.0)
     if inside.sum() < r.t("min_points"):
         return Skip(SkipKind.TOO_FEW, f"{int(inside.sum())} loss point(s) in the second half of the first epoch")
