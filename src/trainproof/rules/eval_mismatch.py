@@ -16,7 +16,8 @@ from trainproof import stats
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules import unseen  # noqa: F401  (registers unseen-near-zero, which this check follows)
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.gradients import G, epoch_at, where
+from trainproof.rules.gate import epoch_at
+from trainproof.rules.gradients import G, where
 from trainproof.rules.unseen import surrogate
 
 EVAL_MISMATCH = rule(

@@ -101,6 +101,16 @@ def finished(run: Run, sched: Schedule, slack: float) -> str:
     return ""
 
 
+def epoch_at(run: Run, steps: np.ndarray, min_points: int = 1) -> np.ndarray | None:
+    """The log's epoch counter read at `steps` (interpolated: it rises with the step); None
+    without an epoch column or with fewer than `min_points` finite values in it."""
+    e = run.get("epoch")
+    f = e.finite_only() if e is not None else None
+    if f is None or len(f) < min_points:
+        return None
+    return np.interp(steps, f.steps, f.values)
+
+
 @dataclass(frozen=True)
 class Gate:
     """Whether the progress rules may judge `series`, and the words that say how much of

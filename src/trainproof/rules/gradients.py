@@ -37,16 +37,6 @@ def finite_series(run: Run, name: str, minimum: float) -> Series | Skip:
     return f
 
 
-def epoch_at(run: Run, steps: np.ndarray, min_points: int = 1) -> np.ndarray | None:
-    """The log's epoch counter read at `steps` (interpolated: it rises with the step); None
-    without an epoch column or with fewer than `min_points` finite values in it."""
-    e = run.get("epoch")
-    f = e.finite_only() if e is not None else None
-    if f is None or len(f) < min_points:
-        return None
-    return np.interp(steps, f.steps, f.values)
-
-
 def finite_loss(run: Run, minimum: int) -> Series | Skip:
     """The finite loss points, or a typed skip when there are fewer than `minimum`."""
     return finite_series(run, "loss", minimum)

@@ -20,7 +20,8 @@ from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKi
 from trainproof.rules import rise
 from trainproof.rules import steady_fall as sf
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.gradients import epoch_at, finite_loss
+from trainproof.rules.gate import epoch_at
+from trainproof.rules.gradients import finite_loss
 from trainproof.rules.run import G, loss_blocks, loss_noise
 from trainproof.rules.unseen import surrogate
 

@@ -17,7 +17,7 @@ from trainproof import stats
 from trainproof.model import Finding, Level, Location, Run, Skip, SkipKind
 from trainproof.rules import rise
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.gradients import epoch_at
+from trainproof.rules.gate import epoch_at
 from trainproof.rules.run import G, loss_noise, positive_loss
 from trainproof.rules.unseen import surrogate
 

@@ -13,7 +13,8 @@ from trainproof import stats
 from trainproof.model import Finding, Level, Run, Skip, SkipKind
 from trainproof.rules import evalcurve  # noqa: F401  (registers eval-curve, which this check follows)
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.gradients import G, epoch_at, finite_loss, where
+from trainproof.rules.gate import epoch_at
+from trainproof.rules.gradients import G, finite_loss, where
 
 # Raw column prefixes of objectives that are not a cross-entropy on targets: TRL's
 # preference and policy-gradient trainers (DPO/KTO/ORPO `rewards/*`, `logps/*`; GRPO
