@@ -136,7 +136,7 @@ class Scanner:
         notes.extend(note.format(n=n) for note, n in self.state.get("notes", {}).items())
         if self.oversized:
             notes.append(f"{self.oversized} line(s) over {MAX_LINE >> 20} MiB skipped")
-        meta: dict[str, object] = {"patterns": dict(self.hits)}
+        meta: dict[str, object] = {"patterns": dict(self.hits), **self.state.get("meta", {})}
         if self.summary:
             meta["summary"] = self.summary
         return RawLog(self.cols.arrays(), self.records, notes=notes + self.cols.bad_notes(), meta=meta)

@@ -226,6 +226,50 @@ def _torchtune(m: re.Match[str], state: State) -> Hit:
     return Hit(_pairs(m.group(2), SPACE_COLON), float(m.group(1)))
 
 
+# --- Keras model.fit progress bar (Keras 3 and tf.keras 2.x) --------------------------
+# `Epoch N/M` opens an epoch; the bar line that closes it (current == target, no ETA)
+# holds what History keeps for that epoch. A verbose=1 bar is redrawn in place: each
+# redraw is followed by the backspaces that erase it, so a line that ends in \x08 was
+# overwritten (a running average mid-epoch) and is not a point; the epoch's final
+# line ends with a newline. Both versions print ` - name: value` pairs.
+_KERAS_PAIR = re.compile(r" - ([^\s:]+): (\S+)")
+_KERAS_NOTE = ("Keras model.fit: {n} epoch(s) read, each from the bar line that closes it (what History holds); "
+               "step = the epoch N of `Epoch N/M`; mid-epoch redraws (running averages) are not points")
+
+
+def _keras_epoch(m: re.Match[str], state: State) -> Hit | None:
+    epoch, planned = int(m.group(1)), int(m.group(2))
+    if epoch <= state.get("keras_epoch", 0):  # a second fit() in the same output
+        state["keras_base"] = state.get("keras_step", 0)
+        say(state, "Keras' epoch count went back {n} time(s): this output holds more than one fit(), "
+                   "numbered on as one")
+    state["keras_epoch"], state["keras_open"] = epoch, True
+    state.setdefault("meta", {})["planned_epochs"] = planned
+    say(state, f"Keras fit() planned {planned} epochs (`Epoch N/{planned}`): kept as meta planned_epochs")
+    return None  # a header: the values come on the bar line that closes the epoch
+
+
+def _keras_bar(m: re.Match[str], state: State) -> Hit | None:
+    rest = m.group(3)
+    if m.group(1) != m.group(2) or rest.endswith("\x08") or "ETA:" in rest:
+        return None  # mid-epoch: a redraw, or a run cut before the epoch ended
+    values: list[tuple[str, Value]] = []
+    for k, v in _KERAS_PAIR.findall(rest):
+        values.append((k, v))
+    if not values:
+        return None  # model.predict's bar prints no metrics
+    if "keras_epoch" not in state:  # epochs=1 prints no header: the closing lines in order
+        say(state, _KERAS_NOTE)
+        return Hit(values)
+    if not state.get("keras_open"):  # a second closed bar after the epoch's: model.evaluate
+        say(state, "{n} Keras bar line(s) after an epoch had closed (model.evaluate's) not read")
+        return None
+    state["keras_open"] = False
+    step = state["keras_step"] = state.get("keras_base", 0) + state["keras_epoch"]
+    say(state, _KERAS_NOTE)
+    return Hit(values, float(step))
+
+
 PATTERNS: tuple[Pattern, ...] = (
     Pattern("hf_trainer", b"{'", re.compile(r"^\s*(\{'[^{}]*\})\s*$"), _hf,
             "none printed: train dicts are numbered in order (1, 2, ...); an eval dict sits at the "
@@ -259,4 +303,9 @@ PATTERNS: tuple[Pattern, ...] = (
             "num_updates", "fairseq fairseq/logging/progress_bar.py SimpleProgressBar.print"),
     Pattern("torchtune", b"Step ", re.compile(r"^Step (\d+) \| (.*)$"), _torchtune, "Step N",
             "torchtune torchtune/training/metric_logging.py DiskLogger / StdoutLogger"),
+    Pattern("keras_epoch", b"Epoch ", re.compile(r"^Epoch (\d+)/(\d+)\s*$"), _keras_epoch,
+            "Epoch N/M", "keras keras/src/callbacks/progbar_logger.py ProgbarLogger.on_epoch_begin"),
+    Pattern("keras_fit", b"/step", re.compile(r"^\s*(\d+)/(\d+) (.*)$"), _keras_bar,
+            "the N of the `Epoch N/M` before it",
+            "keras keras/src/utils/progbar.py Progbar.update (tf.keras: tf_keras/src/utils/generic_utils.py)"),
 )
