@@ -1,6 +1,6 @@
 """Training stdout and text logs, read by one generic line scanner over the declared
 patterns in textlog_patterns.py (HF Trainer/TRL dicts, nanoGPT, Megatron-LM, NeMo,
-DeepSpeed, fairseq, torchtune): no reader per project.
+DeepSpeed, fairseq, torchtune, Keras model.fit, mlx-lm): no reader per project.
 
 Carriage returns end a line as newlines do, so tqdm's redrawn progress bars and the
 dict printed after them become separate lines, and one "line" is never longer than

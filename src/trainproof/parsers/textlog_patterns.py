@@ -270,6 +270,56 @@ def _keras_bar(m: re.Match[str], state: State) -> Hit | None:
     return Hit(values, float(step))
 
 
+# --- mlx-lm fine-tuning (mlx_lm.lora / mlx_lm.tuner.trainer) ------------------------------
+# <= 0.31: `Iter N: Train loss X, Learning Rate Y, It/sec Z, Tokens/sec T, Trained Tokens K,
+# Peak mem M GB` (the oldest without LR and memory) and `Iter N: Val loss X, Val took Ts`;
+# >= 0.32 prints a table under an `iter train_loss tok/s tokens` heading instead. Names stay
+# as printed; It/sec becomes step_time (seconds per iteration, the reciprocal), units go.
+_MLX_ITEM = re.compile(r"([A-Za-z][A-Za-z/ ]*?) ([^\s,]+?)(?:s| GB)?")
+_MLX_ROW = re.compile(r"^\s*(\d+)\s+(\S+) [\u25b2\u25bc]\s+([\d,]+)\s+([\d.]+)k\s*$")
+_MLX_VAL_ROW = re.compile(r"^\s*(\d+)\s+val (\S+)\s+([\d.]+)s\s*$")
+
+
+def _mlx_iter(m: re.Match[str], state: State) -> Hit | None:
+    values: list[tuple[str, Value]] = []
+    for piece in m.group(2).split(", "):
+        item = _MLX_ITEM.fullmatch(piece.strip().rstrip("."))
+        if item is None:
+            continue  # a field some version added that is not `Name value`
+        key, value = item.group(1), item.group(2)
+        if key == "It/sec":
+            rate = _float(value)
+            if rate is not None and rate > 0:  # the time of an iteration; 0 it/sec has none
+                values.append(("step_time", 1.0 / rate))
+        else:
+            values.append((key, value))
+    keys = {k for k, _ in values}
+    if "Val loss" in keys:
+        return Hit(values, float(m.group(1)), "eval")
+    return Hit(values, float(m.group(1))) if "Train loss" in keys else None
+
+
+def _mlx_heading(m: re.Match[str], state: State) -> Hit | None:
+    state["mlx_table"] = True  # rows alone are too plain to be claimed without it
+    return None
+
+
+def _mlx_row(m: re.Match[str], state: State) -> Hit | None:
+    if not state.get("mlx_table"):
+        return None
+    ktokens = _float(m.group(4))
+    values: list[tuple[str, Value]] = [("train_loss", m.group(2)), ("tok/s", m.group(3).replace(",", ""))]
+    if ktokens is not None:  # printed in thousands, to 0.1k
+        values.append(("tokens", ktokens * 1000.0))
+    return Hit(values, float(m.group(1)))
+
+
+def _mlx_val_row(m: re.Match[str], state: State) -> Hit | None:
+    if not state.get("mlx_table"):
+        return None
+    return Hit([("val_loss", m.group(2)), ("val_time", m.group(3))], float(m.group(1)), "eval")
+
+
 PATTERNS: tuple[Pattern, ...] = (
     Pattern("hf_trainer", b"{'", re.compile(r"^\s*(\{'[^{}]*\})\s*$"), _hf,
             "none printed: train dicts are numbered in order (1, 2, ...); an eval dict sits at the "
@@ -308,4 +358,12 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("keras_fit", b"/step", re.compile(r"^\s*(\d+)/(\d+) (.*)$"), _keras_bar,
             "the N of the `Epoch N/M` before it",
             "keras keras/src/utils/progbar.py Progbar.update (tf.keras: tf_keras/src/utils/generic_utils.py)"),
+    Pattern("mlx_lm", b"Iter ", re.compile(r"^\s*Iter (\d+): (.*)$"), _mlx_iter, "Iter N",
+            "mlx-lm mlx_lm/tuner/trainer.py train (<= 0.31)"),
+    Pattern("mlx_lm_heading", b"train_loss", re.compile(r"^\s*iter\s+train_loss\s+tok/s\s+tokens\s*$"),
+            _mlx_heading, "", "mlx-lm mlx_lm/cli_ui.py TrainUI (>= 0.32)"),
+    Pattern("mlx_lm_table", b"\xe2\x96", _MLX_ROW, _mlx_row, "the iter column",
+            "mlx-lm mlx_lm/cli_ui.py TrainUI.report_train (>= 0.32)"),
+    Pattern("mlx_lm_table_val", b"val", _MLX_VAL_ROW, _mlx_val_row, "the iter column",
+            "mlx-lm mlx_lm/cli_ui.py TrainUI.report_val (>= 0.32)"),
 )
