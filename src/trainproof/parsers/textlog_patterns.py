@@ -253,9 +253,7 @@ def _keras_bar(m: re.Match[str], state: State) -> Hit | None:
     rest = m.group(3)
     if m.group(1) != m.group(2) or rest.endswith("\x08") or "ETA:" in rest:
         return None  # mid-epoch: a redraw, or a run cut before the epoch ended
-    values: list[tuple[str, Value]] = []
-    for k, v in _KERAS_PAIR.findall(rest):
-        values.append((k, v))
+    values: list[tuple[str, Value]] = list(_KERAS_PAIR.findall(rest))
     if not values:
         return None  # model.predict's bar prints no metrics
     if "keras_epoch" not in state:  # epochs=1 prints no header: the closing lines in order
