@@ -145,3 +145,11 @@ def test_damaged_input_is_one_line_or_points_before(tmp_path, run_cli):
     assert raw.columns["loss"][1].tolist() == [0.5, 0.4]
     assert raw.columns["val_loss"][1].tolist() == [0.6]  # `zz` is not a number: counted, not read
     assert any("val_loss" in n for n in raw.notes)
+
+
+def test_many_planned_lengths_keep_the_notes_bounded(tmp_path):
+    p = tmp_path / "train.log"
+    p.write_text("".join(f"Epoch 1/{m}\n12/12 - 0s - 4ms/step - loss: 0.5\n" for m in range(2, 2002)))
+    raw = textlog.read(p)
+    assert len(raw.notes) < 8 and raw.meta["planned_epochs"] == 2001
+    assert any("changed 1999 time(s)" in n for n in raw.notes)

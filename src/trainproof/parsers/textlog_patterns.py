@@ -244,8 +244,13 @@ def _keras_epoch(m: re.Match[str], state: State) -> Hit | None:
         say(state, "Keras' epoch count went back {n} time(s): this output holds more than one fit(), "
                    "numbered on as one")
     state["keras_epoch"], state["keras_open"] = epoch, True
-    state.setdefault("meta", {})["planned_epochs"] = planned
-    say(state, f"Keras fit() planned {planned} epochs (`Epoch N/{planned}`): kept as meta planned_epochs")
+    meta = state.setdefault("meta", {})
+    before = meta.get("planned_epochs")
+    if before is None:  # one note per distinct text: a number in it would grow without bound
+        say(state, f"Keras fit() planned {planned} epochs (`Epoch N/{planned}`): kept as meta planned_epochs")
+    elif before != planned:
+        say(state, "Keras' planned epoch count changed {n} time(s): meta planned_epochs holds the last")
+    meta["planned_epochs"] = planned
     return None  # a header: the values come on the bar line that closes the epoch
 
 
