@@ -31,7 +31,7 @@ def _printed(v: float, verbose: int) -> float:
     return float(f"{v:.4f}") if big else float(f"{v:.4e}")
 
 
-def _check_history(path, expected, verbose: int) -> None:
+def _check_history(path, expected, verbose: int, lines: int | None = None) -> None:
     doc = json.loads(expected.read_text())
     raw = textlog.read(path)
     history = doc["history"]
@@ -40,7 +40,7 @@ def _check_history(path, expected, verbose: int) -> None:
         steps, got = raw.columns[key]
         assert steps.tolist() == [float(e) for e in range(1, doc["epochs"] + 1)], key
         np.testing.assert_array_equal(got, [_printed(v, verbose) for v in values], err_msg=key)
-    assert raw.meta["patterns"] == {"keras_fit": doc["epochs"]}
+    assert raw.meta["patterns"] == {"keras_fit": lines or doc["epochs"]}
     assert raw.meta["planned_epochs"] == doc["epochs"]
 
 
@@ -153,3 +153,21 @@ def test_many_planned_lengths_keep_the_notes_bounded(tmp_path):
     raw = textlog.read(p)
     assert len(raw.notes) < 8 and raw.meta["planned_epochs"] == 2001
     assert any("changed 1999 time(s)" in n for n in raw.notes)
+
+
+def test_backspaces_stripped_last_redraw_then_closing_line(tmp_path):
+    """A log whose backspaces were removed (carriage returns kept): the last batch's
+    redraw at N/N reads as the epoch's train values, the closing line adds val_* and the
+    LR; nothing is read twice."""
+    text = (KERAS / "healthy_v1.log").read_bytes().replace(b"\x08", b"").decode()
+    lines = text.split("\n")
+    out = []
+    for line in lines:
+        if line.startswith("\r") and "val_loss" in line:
+            last = line.rsplit("\r", 1)[1]
+            out.append(line.rsplit("\r", 1)[0] + "\r" + last.split(" - val_loss")[0] + "\r" + last)
+        else:
+            out.append(line)
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(out))
+    _check_history(p, KERAS / "healthy_v1.expected.json", 1, lines=16)  # two lines an epoch

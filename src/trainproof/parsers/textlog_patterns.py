@@ -264,10 +264,18 @@ def _keras_bar(m: re.Match[str], state: State) -> Hit | None:
     if "keras_epoch" not in state:  # epochs=1 prints no header: the closing lines in order
         say(state, _KERAS_NOTE)
         return Hit(values)
-    if not state.get("keras_open"):  # a second closed bar after the epoch's: model.evaluate
-        say(state, "{n} Keras bar line(s) after an epoch had closed (model.evaluate's) not read")
-        return None
-    state["keras_open"] = False
+    if not state.get("keras_open"):
+        # a second closed bar in one epoch. With the backspaces stripped from a log, the
+        # last batch's redraw (train averages, equal to the epoch's in Keras 3) reads as
+        # closing the epoch: the real closing line then adds only what it lacked (val_*,
+        # the LR). One with nothing new is model.evaluate's (its names are the train ones).
+        fresh = [(k, v) for k, v in values if k not in state["keras_keys"]]
+        if not fresh:
+            say(state, "{n} Keras bar line(s) after an epoch had closed (model.evaluate's) not read")
+            return None
+        state["keras_keys"].update(k for k, _ in fresh)
+        return Hit(fresh, float(state["keras_step"]))
+    state["keras_open"], state["keras_keys"] = False, {k for k, _ in values}
     step = state["keras_step"] = state.get("keras_base", 0) + state["keras_epoch"]
     say(state, _KERAS_NOTE)
     return Hit(values, float(step))
