@@ -42,6 +42,8 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "DeepSpeed": ("textlog/deepspeed/train.log",),
     "fairseq": ("textlog/synthetic/SYNTHETIC_fairseq_json.log",),
     "torchtune": ("textlog/torchtune/log_1796284613.txt",),
+    "Keras model.fit stdout": ("textlog/keras_fit/healthy_v1.log",),
+    "mlx-lm": ("textlog/mlx_lm/v0_32_healthy.log",),
 }
 
 

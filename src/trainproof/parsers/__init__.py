@@ -83,7 +83,7 @@ if importlib.util.find_spec(f"{__name__}.tfevents") is not None:  # not in every
 # Last: a stdout capture is claimed only when no structured format is (a Coqui log,
 # JSON lines and CSV rows are text files too).
 _declare("textlog", "textlog", "training stdout / text log (HF Trainer, TRL, nanoGPT, Megatron-LM, NeMo, "
-         "DeepSpeed, fairseq, torchtune)", head=128 << 10, compressed=True)
+         "DeepSpeed, fairseq, torchtune, Keras model.fit, mlx-lm)", head=128 << 10, compressed=True)
 
 
 def detect(path: Path) -> Format | None:

@@ -1,6 +1,6 @@
 """Training stdout and text logs, read by one generic line scanner over the declared
 patterns in textlog_patterns.py (HF Trainer/TRL dicts, nanoGPT, Megatron-LM, NeMo,
-DeepSpeed, fairseq, torchtune): no reader per project.
+DeepSpeed, fairseq, torchtune, Keras model.fit, mlx-lm): no reader per project.
 
 Carriage returns end a line as newlines do, so tqdm's redrawn progress bars and the
 dict printed after them become separate lines, and one "line" is never longer than
@@ -136,7 +136,7 @@ class Scanner:
         notes.extend(note.format(n=n) for note, n in self.state.get("notes", {}).items())
         if self.oversized:
             notes.append(f"{self.oversized} line(s) over {MAX_LINE >> 20} MiB skipped")
-        meta: dict[str, object] = {"patterns": dict(self.hits)}
+        meta: dict[str, object] = {"patterns": dict(self.hits), **self.state.get("meta", {})}
         if self.summary:
             meta["summary"] = self.summary
         return RawLog(self.cols.arrays(), self.records, notes=notes + self.cols.bad_notes(), meta=meta)

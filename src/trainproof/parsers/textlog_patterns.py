@@ -226,6 +226,111 @@ def _torchtune(m: re.Match[str], state: State) -> Hit:
     return Hit(_pairs(m.group(2), SPACE_COLON), float(m.group(1)))
 
 
+# --- Keras model.fit progress bar (Keras 3 and tf.keras 2.x) --------------------------
+# `Epoch N/M` opens an epoch; the bar line that closes it (current == target, no ETA)
+# holds what History keeps for that epoch. A verbose=1 bar is redrawn in place: each
+# redraw is followed by the backspaces that erase it, so a line that ends in \x08 was
+# overwritten (a running average mid-epoch) and is not a point; the epoch's final
+# line ends with a newline. Both versions print ` - name: value` pairs.
+_KERAS_PAIR = re.compile(r" - ([^\s:]+): (\S+)")
+_KERAS_NOTE = ("Keras model.fit: {n} epoch(s) read, each from the bar line that closes it (what History holds); "
+               "step = the epoch N of `Epoch N/M`; mid-epoch redraws (running averages) are not points")
+
+
+def _keras_epoch(m: re.Match[str], state: State) -> Hit | None:
+    epoch, planned = int(m.group(1)), int(m.group(2))
+    if epoch <= state.get("keras_epoch", 0):  # a second fit() in the same output
+        state["keras_base"] = state.get("keras_step", 0)
+        say(state, "Keras' epoch count went back {n} time(s): this output holds more than one fit(), "
+                   "numbered on as one")
+    state["keras_epoch"], state["keras_open"] = epoch, True
+    meta = state.setdefault("meta", {})
+    before = meta.get("planned_epochs")
+    if before is None:  # one note per distinct text: a number in it would grow without bound
+        say(state, f"Keras fit() planned {planned} epochs (`Epoch N/{planned}`): kept as meta planned_epochs")
+    elif before != planned:
+        say(state, "Keras' planned epoch count changed {n} time(s): meta planned_epochs holds the last")
+    meta["planned_epochs"] = planned
+    return None  # a header: the values come on the bar line that closes the epoch
+
+
+def _keras_bar(m: re.Match[str], state: State) -> Hit | None:
+    rest = m.group(3)
+    if m.group(1) != m.group(2) or rest.endswith("\x08") or "ETA:" in rest:
+        return None  # mid-epoch: a redraw, or a run cut before the epoch ended
+    values: list[tuple[str, Value]] = list(_KERAS_PAIR.findall(rest))
+    if not values:
+        return None  # model.predict's bar prints no metrics
+    if "keras_epoch" not in state:  # epochs=1 prints no header: the closing lines in order
+        say(state, _KERAS_NOTE)
+        return Hit(values)
+    if not state.get("keras_open"):
+        # a second closed bar in one epoch. With the backspaces stripped from a log, the
+        # last batch's redraw (train averages, equal to the epoch's in Keras 3) reads as
+        # closing the epoch: the real closing line then adds only what it lacked (val_*,
+        # the LR). One with nothing new is model.evaluate's (its names are the train ones).
+        fresh = [(k, v) for k, v in values if k not in state["keras_keys"]]
+        if not fresh:
+            say(state, "{n} Keras bar line(s) after an epoch had closed (model.evaluate's) not read")
+            return None
+        state["keras_keys"].update(k for k, _ in fresh)
+        return Hit(fresh, float(state["keras_step"]))
+    state["keras_open"], state["keras_keys"] = False, {k for k, _ in values}
+    step = state["keras_step"] = state.get("keras_base", 0) + state["keras_epoch"]
+    say(state, _KERAS_NOTE)
+    return Hit(values, float(step))
+
+
+# --- mlx-lm fine-tuning (mlx_lm.lora / mlx_lm.tuner.trainer) ------------------------------
+# <= 0.31: `Iter N: Train loss X, Learning Rate Y, It/sec Z, Tokens/sec T, Trained Tokens K,
+# Peak mem M GB` (the oldest without LR and memory) and `Iter N: Val loss X, Val took Ts`;
+# >= 0.32 prints a table under an `iter train_loss tok/s tokens` heading instead. Names stay
+# as printed; It/sec becomes step_time (seconds per iteration, the reciprocal), units go.
+_MLX_ITEM = re.compile(r"([A-Za-z][A-Za-z/ ]*?) ([^\s,]+?)(?:s| GB)?")
+_MLX_ROW = re.compile(r"^\s*(\d+)\s+(\S+) [\u25b2\u25bc]\s+([\d,]+)\s+([\d.]+)k\s*$")
+_MLX_VAL_ROW = re.compile(r"^\s*(\d+)\s+val (\S+)\s+([\d.]+)s\s*$")
+
+
+def _mlx_iter(m: re.Match[str], state: State) -> Hit | None:
+    values: list[tuple[str, Value]] = []
+    for piece in m.group(2).split(", "):
+        item = _MLX_ITEM.fullmatch(piece.strip().rstrip("."))
+        if item is None:
+            continue  # a field some version added that is not `Name value`
+        key, value = item.group(1), item.group(2)
+        if key == "It/sec":
+            rate = _float(value)
+            if rate is not None and rate > 0:  # the time of an iteration; 0 it/sec has none
+                values.append(("step_time", 1.0 / rate))
+        else:
+            values.append((key, value))
+    keys = {k for k, _ in values}
+    if "Val loss" in keys:
+        return Hit(values, float(m.group(1)), "eval")
+    return Hit(values, float(m.group(1))) if "Train loss" in keys else None
+
+
+def _mlx_heading(m: re.Match[str], state: State) -> Hit | None:
+    state["mlx_table"] = True  # rows alone are too plain to be claimed without it
+    return None
+
+
+def _mlx_row(m: re.Match[str], state: State) -> Hit | None:
+    if not state.get("mlx_table"):
+        return None
+    ktokens = _float(m.group(4))
+    values: list[tuple[str, Value]] = [("train_loss", m.group(2)), ("tok/s", m.group(3).replace(",", ""))]
+    if ktokens is not None:  # printed in thousands, to 0.1k
+        values.append(("tokens", ktokens * 1000.0))
+    return Hit(values, float(m.group(1)))
+
+
+def _mlx_val_row(m: re.Match[str], state: State) -> Hit | None:
+    if not state.get("mlx_table"):
+        return None
+    return Hit([("val_loss", m.group(2)), ("val_time", m.group(3))], float(m.group(1)), "eval")
+
+
 PATTERNS: tuple[Pattern, ...] = (
     Pattern("hf_trainer", b"{'", re.compile(r"^\s*(\{'[^{}]*\})\s*$"), _hf,
             "none printed: train dicts are numbered in order (1, 2, ...); an eval dict sits at the "
@@ -259,4 +364,17 @@ PATTERNS: tuple[Pattern, ...] = (
             "num_updates", "fairseq fairseq/logging/progress_bar.py SimpleProgressBar.print"),
     Pattern("torchtune", b"Step ", re.compile(r"^Step (\d+) \| (.*)$"), _torchtune, "Step N",
             "torchtune torchtune/training/metric_logging.py DiskLogger / StdoutLogger"),
+    Pattern("keras_epoch", b"Epoch ", re.compile(r"^Epoch (\d+)/(\d+)\s*$"), _keras_epoch,
+            "Epoch N/M", "keras keras/src/callbacks/progbar_logger.py ProgbarLogger.on_epoch_begin"),
+    Pattern("keras_fit", b"/step", re.compile(r"^\s*(\d+)/(\d+) (.*)$"), _keras_bar,
+            "the N of the `Epoch N/M` before it",
+            "keras keras/src/utils/progbar.py Progbar.update (tf.keras: tf_keras/src/utils/generic_utils.py)"),
+    Pattern("mlx_lm", b"Iter ", re.compile(r"^\s*Iter (\d+): (.*)$"), _mlx_iter, "Iter N",
+            "mlx-lm mlx_lm/tuner/trainer.py train (<= 0.31)"),
+    Pattern("mlx_lm_heading", b"train_loss", re.compile(r"^\s*iter\s+train_loss\s+tok/s\s+tokens\s*$"),
+            _mlx_heading, "", "mlx-lm mlx_lm/cli_ui.py TrainUI (>= 0.32)"),
+    Pattern("mlx_lm_table", b"\xe2\x96", _MLX_ROW, _mlx_row, "the iter column",
+            "mlx-lm mlx_lm/cli_ui.py TrainUI.report_train (>= 0.32)"),
+    Pattern("mlx_lm_table_val", b"val", _MLX_VAL_ROW, _mlx_val_row, "the iter column",
+            "mlx-lm mlx_lm/cli_ui.py TrainUI.report_val (>= 0.32)"),
 )
