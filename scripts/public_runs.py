@@ -4,7 +4,7 @@ Each corpus file holds the numeric series extracted from one training log that a
 stranger committed to a public repository (source cited: repository, commit,
 path), the run's planned length, and a label an engineer wrote by reading the
 curve *before* running the tool. This script rebuilds the file the writer
-would have written (HF `trainer_state.json`, LLaMA-Factory `trainer_log.jsonl`)
+would have written (HF `trainer_state.json`, LLaMA-Factory `trainer_log.jsonl`, the CSV writers')
 in a temporary folder and runs `trainproof epoch` on it through the same parser
 and command a user runs, so the reader is exercised too.
 
@@ -23,7 +23,7 @@ reader check.
     python scripts/public_runs.py --sources    # rewrite public_runs/SOURCES.md from the run files
     python scripts/public_runs.py --runs --half fresh   # the fresh half alone
 
-The fresh halves (public_runs/fresh/, fresh2/ .. fresh6/) are later batches,
+The fresh halves (public_runs/fresh/, fresh2/ .. fresh7/) are later batches,
 each from repositories none of the earlier runs come from. A fresh half is
 scored and shown in its own column once its first scoring is committed
 (public_runs/<half>_first_scoring.txt, the `--runs --half <half>` output kept
@@ -49,15 +49,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import public_runs_history as history  # the prose that opens the section in EVIDENCE_MATRIX.md
+import public_runs_tabular as tabular  # rebuilds the CSV writers' files (Lightning, Keras, fastai, YOLO, timm)
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "public_runs" / "runs"
-FRESH = ROOT / "public_runs" / "fresh"
-FRESH2 = ROOT / "public_runs" / "fresh2"
-FRESH3 = ROOT / "public_runs" / "fresh3"
-FRESH4 = ROOT / "public_runs" / "fresh4"
-FRESH5 = ROOT / "public_runs" / "fresh5"
-FRESH6 = ROOT / "public_runs" / "fresh6"
 MATRIX = ROOT / "EVIDENCE_MATRIX.md"
 SOURCES = ROOT / "public_runs" / "SOURCES.md"
 DISAGREEMENTS = ROOT / "public_runs" / "disagreements.json"
@@ -65,11 +60,10 @@ BEGIN, END = "<!-- public-runs:begin -->", "<!-- public-runs:end -->"
 HALVES = ("design", "report")  # the halves the hash splits runs/ into; the bar holds on both
 # Later batches, oldest first: half -> folder. Each is scored and shown once its first scoring is
 # committed, never tuned on; the folder gives the half.
-FRESH_HALVES = {"fresh": FRESH, "fresh2": FRESH2, "fresh3": FRESH3, "fresh4": FRESH4,
-                "fresh5": FRESH5, "fresh6": FRESH6}
+FRESH_HALVES = {h: ROOT / "public_runs" / h for h in ("fresh", *(f"fresh{i}" for i in range(2, 8)))}
 ALL_HALVES = (*HALVES, *FRESH_HALVES)
 VERDICTS = ("PASS", "WARN", "FAIL")
-WRITERS = ("hf_trainer_state", "llamafactory_trainer_log")
+WRITERS = ("hf_trainer_state", "llamafactory_trainer_log", *tabular.REBUILDERS)
 # HF keeps these top-level fields beside log_history; the corpus keeps them under "planned".
 _HF_TOP = ("max_steps", "num_train_epochs", "logging_steps", "eval_steps", "global_step",
            "train_batch_size", "best_model_checkpoint", "best_metric")
@@ -186,6 +180,8 @@ def _llamafactory_lines(doc: Mapping) -> list[dict]:
 
 def rebuild(doc: Mapping, folder: Path) -> Path:
     """Write the file the run's writer would have written; return its path."""
+    if doc["source"]["writer"] in tabular.REBUILDERS:
+        return tabular.REBUILDERS[doc["source"]["writer"]](doc, folder)
     if doc["source"]["writer"] == "hf_trainer_state":
         path = folder / "trainer_state.json"
         path.write_text(json.dumps(_hf_state(doc), indent=2))

@@ -3,7 +3,7 @@
 The bar is issue #17's: on strangers' runs every FAIL is right and no clearly
 broken run passes, on both halves (design and report). WARNs on runs labelled
 PASS are counted in EVIDENCE_MATRIX.md, not failed here: a WARN is "right or
-arguable". The fresh halves (public_runs/fresh/, fresh2/ .. fresh6/) are scored
+arguable". The fresh halves (public_runs/fresh/, fresh2/ .. fresh7/) are scored
 and shown but not held to the bar: they are the out-of-sample estimate, and a
 test that failed on one would invite tuning a rule to it. A fresh half gets its
 column only once its first scoring is committed; until then the tests never
@@ -13,6 +13,7 @@ written."""
 from __future__ import annotations
 
 import importlib.util
+import io
 import sys
 from collections import Counter
 from pathlib import Path
@@ -32,7 +33,8 @@ MIN_RUNS = 100  # the issue's floor for a corpus that can show precision at all
 # A fresh half holds at least 40 runs, except where the code index's trainer files ran out: fresh6
 # is every usable log its collector could find in repositories no earlier half holds (29; how it
 # was searched is in public_runs/README.md), so its floor is lower rather than padded with 2-point logs.
-MIN_FRESH_RUNS = {"fresh6": 25}
+# fresh7 is the first batch from the CSV writers (Lightning, Keras, Ultralytics): 44 runs were found.
+MIN_FRESH_RUNS = {"fresh6": 25, "fresh7": 44}
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +119,7 @@ def test_fresh_half_shares_no_repository_with_an_earlier_one(half: str) -> None:
     assert not shared, f"a {half} run shares a repository with an earlier half: {sorted(shared)}"
 
 
-@pytest.mark.parametrize("half", ["fresh2", "fresh3", "fresh4", "fresh5", "fresh6"])
+@pytest.mark.parametrize("half", ["fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7"])
 def test_fresh_half_is_labelled_and_one_run_per_repository(half: str) -> None:
     """Every run of a later fresh half carries its label (verdict, why, broken; broken only on a
     FAIL), and no repository gives the half two runs."""
@@ -182,3 +184,43 @@ def test_precision_table_is_current(judged: list) -> None:
     text = public_runs.render(judged, DOCS)
     assert text in (ROOT / "EVIDENCE_MATRIX.md").read_text(encoding="utf-8"), \
         "run `python scripts/public_runs.py --write`"
+
+
+# the CSV writers' runs (fresh7 on): each file is written back from the run file alone
+TABULAR = [d for d in DOCS if d["source"]["writer"] in public_runs.tabular.REBUILDERS]
+
+
+@pytest.mark.parametrize("doc", TABULAR, ids=lambda d: d["id"][:40])
+def test_tabular_run_rebuilds_its_header_and_rows(doc: dict, tmp_path: Path) -> None:
+    """A tabular run file writes back the writer's header (names, order, padding) and one row per
+    mask, each filled cell the next point of its column, every point used: read with `csv` only
+    (trainproof never reads an unscored half)."""
+    import csv
+
+    src = doc["source"]
+    path = public_runs.rebuild(doc, tmp_path)
+    assert path.is_file() and path.suffix in (".csv", ".log"), path
+    text = path.read_bytes().decode("utf-8")
+    newline = src["newline"]
+    assert text.count(newline) == text.count("\n") == len(src["rows"]) + 1
+    rows = list(csv.reader(io.StringIO(text.replace(newline, "\n"), newline="")))
+    assert rows[0] == src["columns"]
+    assert [len(r) for r in rows[1:]] == [len(m) for m in src["rows"]]
+    names = [c.strip() for c in src["columns"]]
+    filled = Counter(names[i] for m in src["rows"] for i, kind in enumerate(m) if kind == "1")
+    assert filled == Counter({k: len(v) for k, v in doc["series"].items()})
+    points = {name: iter(v) for name, v in doc["series"].items()}
+    key = names.index(src["key"]) if src.get("key") in names else None
+    for index, (row, mask) in enumerate(zip(rows[1:], src["rows"], strict=True)):
+        assert [bool(c.strip()) for c in row] == [kind != "0" for kind in mask]
+        row_key = float(row[key]) if key is not None and row and row[key].strip() else index
+        for name, cell, kind in zip(names, row, mask, strict=False):
+            if kind == "1":  # the cell is its column's next point, keyed by the row's own step/epoch
+                point_key, value = next(points[name])
+                assert float(cell) == float(value) or (cell.strip().lower() == "nan" and value != value)
+                assert key is None or float(point_key) == row_key, (doc["id"], index, name)
+
+
+def test_tabular_runs_cover_the_csv_writers() -> None:
+    writers = Counter(d["source"]["writer"] for d in TABULAR)
+    assert {"lightning_csv", "keras_csv", "ultralytics_results"} <= set(writers), writers
