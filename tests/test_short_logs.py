@@ -46,6 +46,35 @@ def test_the_series_read_are_what_the_library_logged(case):
         np.testing.assert_allclose(run.series["eval_loss"].values, val, rtol=1e-12)
 
 
+@pytest.mark.parametrize("case", ["keras_healthy", "keras_rising"])
+@pytest.mark.parametrize("name", ["training.log", "history.txt"])
+def test_a_keras_csvlogger_file_named_as_keras_documents_it_is_read_as_csv(case, name, tmp_path, run_cli):
+    """Keras documents `CSVLogger('training.log')`: the same bytes under a text name are the
+    CSV log, not a stdout capture; doctor finds it in a run directory too."""
+    log = tmp_path / "run" / name
+    log.parent.mkdir()
+    log.write_bytes((SHORT / case / LOGS[case]).read_bytes())
+    run = read_run(log)
+    loss, val = _expected_loss(case)
+    assert run.format == "csv"
+    np.testing.assert_allclose(run.series["loss"].values, loss, rtol=1e-12)
+    np.testing.assert_allclose(run.series["eval_loss"].values, val, rtol=1e-12)
+    code, out, _ = run_cli("doctor", log.parent, "--json")
+    reports = json.loads(out)["reports"]
+    assert [r["format"] for r in reports] == ["csv"]
+
+
+@pytest.mark.parametrize("text", ["epoch,loss,val_loss\n", "epoch loss\n1 0.5\n", "step,loss\n1,0.5\n",
+                                  "epoch,loss\nEpoch 1/3 loss: 0.5\n"])
+def test_a_text_file_is_a_csv_log_only_when_it_is_csvloggers_beyond_doubt(text, tmp_path):
+    from trainproof.parsers import detect
+
+    log = tmp_path / "train.log"
+    log.write_text(text)
+    fmt = detect(log)
+    assert fmt is None or fmt.name != "csv"
+
+
 @pytest.mark.parametrize("case", sorted(k for k in LOGS if k.endswith("healthy")))
 def test_a_healthy_short_run_passes_and_says_what_it_skipped(case, run_cli):
     code, out, _ = run_cli("epoch", SHORT / case / LOGS[case], "--json")

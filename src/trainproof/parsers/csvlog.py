@@ -37,13 +37,30 @@ def dialect(sample: str) -> type[csv.Dialect] | csv.Dialect:
         return csv.excel_tab if sample.count("\t") > sample.count(",") else csv.excel
 
 
+# Keras' CSVLogger is documented with the file name `training.log`, so a `.log`/`.txt`
+# file is a CSV log too when it is one beyond doubt: its header is CSVLogger's (`epoch`
+# first, then the metric names) and the row under it has as many cells, an epoch number first.
+_CSV_TEXT_SUFFIXES = (".log", ".txt")
+
+
 def sniff(name: str, head: bytes) -> bool:
-    if not name.endswith((".csv", ".tsv")):
+    if not name.endswith((".csv", ".tsv", *_CSV_TEXT_SUFFIXES)):
         return False
     text = head.decode("utf-8", "replace")
-    first = text.splitlines()[0] if text else ""
+    lines = text.splitlines()
+    first = lines[0] if lines else ""
     header = next(rows([first], dialect(text[:4096]), [0]), [])
-    return any(looks_like_metric(h) for h in header)
+    if not any(looks_like_metric(h) for h in header):
+        return False
+    return name.endswith((".csv", ".tsv")) or _csvlogger_text(header, lines[1:2])
+
+
+def _csvlogger_text(header: list[str], second: list[str]) -> bool:
+    """A text-named file holding what Keras' CSVLogger writes (its default separator)."""
+    if not second or header[0] != "epoch":
+        return False
+    cells = second[0].split(",")
+    return len(cells) == len(header) and cells[0].strip().isdigit()
 
 
 MAX_LINE = 1 << 20  # a CSV log row is a few hundred bytes; a longer line is skipped, counted
