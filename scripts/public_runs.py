@@ -23,16 +23,13 @@ reader check.
     python scripts/public_runs.py --sources    # rewrite public_runs/SOURCES.md from the run files
     python scripts/public_runs.py --runs --half fresh   # the fresh half alone
 
-The fresh halves (public_runs/fresh/, fresh2/ .. fresh6/) are later batches,
-each from repositories none of the earlier runs come from. A fresh half is
-scored and shown in its own column once its first scoring is committed
-(public_runs/<half>_first_scoring.txt, the `--runs --half <half>` output kept
-verbatim); until then it is loaded and checked but never judged - not by
-`--write`, not by `--runs` without `--half`, not by the tests - so the tool
-first runs on it when `--runs --half <half>` makes that first scoring. It is
-never held to the bar in tests: its misses are the out-of-sample estimate,
-reported rather than fixed - except for the rules changed or added after a half
-was scored, for which that half is in-sample: public_runs_history.py says which.
+The fresh halves (public_runs/fresh/, fresh2/ .. fresh8/) are later batches, each from repositories none of the
+earlier runs come from. A fresh half is scored and shown in its own column once its first scoring is committed
+(public_runs/<half>_first_scoring.txt, the `--runs --half <half>` output kept verbatim); until then it is loaded
+and checked but never judged - not by `--write`, not by `--runs` without `--half`, not by the tests - so the
+tool first runs on it when `--runs --half <half>` makes that first scoring. It is never held to the bar in
+tests: its misses are the out-of-sample estimate, reported rather than fixed - except for the rules changed or
+added after a half was scored, for which that half is in-sample: public_runs_history.py says which.
 """
 
 from __future__ import annotations
@@ -49,6 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import public_runs_history as history  # the prose that opens the section in EVIDENCE_MATRIX.md
+import public_runs_logs as logs  # rebuilds the files of the writers after HF/LLaMA-Factory (fresh8 on)
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "public_runs" / "runs"
@@ -57,7 +55,7 @@ FRESH2 = ROOT / "public_runs" / "fresh2"
 FRESH3 = ROOT / "public_runs" / "fresh3"
 FRESH4 = ROOT / "public_runs" / "fresh4"
 FRESH5 = ROOT / "public_runs" / "fresh5"
-FRESH6 = ROOT / "public_runs" / "fresh6"
+FRESH6, FRESH8 = ROOT / "public_runs" / "fresh6", ROOT / "public_runs" / "fresh8"
 MATRIX = ROOT / "EVIDENCE_MATRIX.md"
 SOURCES = ROOT / "public_runs" / "SOURCES.md"
 DISAGREEMENTS = ROOT / "public_runs" / "disagreements.json"
@@ -66,10 +64,10 @@ HALVES = ("design", "report")  # the halves the hash splits runs/ into; the bar 
 # Later batches, oldest first: half -> folder. Each is scored and shown once its first scoring is
 # committed, never tuned on; the folder gives the half.
 FRESH_HALVES = {"fresh": FRESH, "fresh2": FRESH2, "fresh3": FRESH3, "fresh4": FRESH4,
-                "fresh5": FRESH5, "fresh6": FRESH6}
+                "fresh5": FRESH5, "fresh6": FRESH6, "fresh8": FRESH8}
 ALL_HALVES = (*HALVES, *FRESH_HALVES)
 VERDICTS = ("PASS", "WARN", "FAIL")
-WRITERS = ("hf_trainer_state", "llamafactory_trainer_log")
+WRITERS = ("hf_trainer_state", "llamafactory_trainer_log", *logs.REBUILDERS)
 # HF keeps these top-level fields beside log_history; the corpus keeps them under "planned".
 _HF_TOP = ("max_steps", "num_train_epochs", "logging_steps", "eval_steps", "global_step",
            "train_batch_size", "best_model_checkpoint", "best_metric")
@@ -186,6 +184,8 @@ def _llamafactory_lines(doc: Mapping) -> list[dict]:
 
 def rebuild(doc: Mapping, folder: Path) -> Path:
     """Write the file the run's writer would have written; return its path."""
+    if doc["source"]["writer"] in logs.REBUILDERS:
+        return logs.REBUILDERS[doc["source"]["writer"]](doc, folder)
     if doc["source"]["writer"] == "hf_trainer_state":
         path = folder / "trainer_state.json"
         path.write_text(json.dumps(_hf_state(doc), indent=2))
