@@ -23,7 +23,7 @@ reader check.
     python scripts/public_runs.py --sources    # rewrite public_runs/SOURCES.md from the run files
     python scripts/public_runs.py --runs --half fresh   # the fresh half alone
 
-The fresh halves (public_runs/fresh/, fresh2/ .. fresh7/) are later batches,
+The fresh halves (public_runs/fresh/, fresh2/ .. fresh8/) are later batches,
 each from repositories none of the earlier runs come from. A fresh half is
 scored and shown in its own column once its first scoring is committed
 (public_runs/<half>_first_scoring.txt, the `--runs --half <half>` output kept
@@ -49,6 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import public_runs_history as history  # the prose that opens the section in EVIDENCE_MATRIX.md
+import public_runs_logs as logs  # rebuilds the JSON-lines and text writers' files (Detectron2, MMEngine, Keras, stdout)
 import public_runs_tabular as tabular  # rebuilds the CSV writers' files (Lightning, Keras, fastai, YOLO, timm)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,10 +61,10 @@ BEGIN, END = "<!-- public-runs:begin -->", "<!-- public-runs:end -->"
 HALVES = ("design", "report")  # the halves the hash splits runs/ into; the bar holds on both
 # Later batches, oldest first: half -> folder. Each is scored and shown once its first scoring is
 # committed, never tuned on; the folder gives the half.
-FRESH_HALVES = {h: ROOT / "public_runs" / h for h in ("fresh", *(f"fresh{i}" for i in range(2, 8)))}
+FRESH_HALVES = {h: ROOT / "public_runs" / h for h in ("fresh", *(f"fresh{i}" for i in range(2, 9)))}
 ALL_HALVES = (*HALVES, *FRESH_HALVES)
 VERDICTS = ("PASS", "WARN", "FAIL")
-WRITERS = ("hf_trainer_state", "llamafactory_trainer_log", *tabular.REBUILDERS)
+WRITERS = ("hf_trainer_state", "llamafactory_trainer_log", *tabular.REBUILDERS, *logs.REBUILDERS)
 # HF keeps these top-level fields beside log_history; the corpus keeps them under "planned".
 _HF_TOP = ("max_steps", "num_train_epochs", "logging_steps", "eval_steps", "global_step",
            "train_batch_size", "best_model_checkpoint", "best_metric")
@@ -182,6 +183,8 @@ def rebuild(doc: Mapping, folder: Path) -> Path:
     """Write the file the run's writer would have written; return its path."""
     if doc["source"]["writer"] in tabular.REBUILDERS:
         return tabular.REBUILDERS[doc["source"]["writer"]](doc, folder)
+    if doc["source"]["writer"] in logs.REBUILDERS:
+        return logs.REBUILDERS[doc["source"]["writer"]](doc, folder)
     if doc["source"]["writer"] == "hf_trainer_state":
         path = folder / "trainer_state.json"
         path.write_text(json.dumps(_hf_state(doc), indent=2))

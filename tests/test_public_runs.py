@@ -34,7 +34,9 @@ MIN_RUNS = 100  # the issue's floor for a corpus that can show precision at all
 # is every usable log its collector could find in repositories no earlier half holds (29; how it
 # was searched is in public_runs/README.md), so its floor is lower rather than padded with 2-point logs.
 # fresh7 is the first batch from the CSV writers (Lightning, Keras, Ultralytics): 44 runs were found.
-MIN_FRESH_RUNS = {"fresh6": 25, "fresh7": 44}
+# fresh8 is every usable log of the writers after HF/LLaMA-Factory (Detectron2, MMEngine, ms-swift, Keras, text
+# printouts) its collector found in repositories no earlier half holds (42).
+MIN_FRESH_RUNS = {"fresh6": 25, "fresh7": 44, "fresh8": 42}
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +121,7 @@ def test_fresh_half_shares_no_repository_with_an_earlier_one(half: str) -> None:
     assert not shared, f"a {half} run shares a repository with an earlier half: {sorted(shared)}"
 
 
-@pytest.mark.parametrize("half", ["fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7"])
+@pytest.mark.parametrize("half", ["fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8"])
 def test_fresh_half_is_labelled_and_one_run_per_repository(half: str) -> None:
     """Every run of a later fresh half carries its label (verdict, why, broken; broken only on a
     FAIL), and no repository gives the half two runs."""
@@ -130,6 +132,50 @@ def test_fresh_half_is_labelled_and_one_run_per_repository(half: str) -> None:
         assert isinstance(label["broken"], bool) and (label["verdict"] == "FAIL" or not label["broken"]), d["id"]
     repos = Counter(d["source"]["repo"].lower() for d in fresh)
     assert max(repos.values()) == 1, repos.most_common(2)
+
+
+# What each later writer's rebuilt file is called, and how many numbers a reader of its own finds in it (these
+# readers are the test's, not trainproof's: fresh8 is read by no trainproof code before its first scoring).
+_NUMBER = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|nan|inf"
+_REBUILT = {
+    "detectron2_metrics": ("metrics.json", "json-lines", "iteration"),
+    "mmengine_scalars": ("scalars.json", "json-lines", "step"),
+    "swift_logging_jsonl": ("logging.jsonl", "json-lines", None),
+    "hf_stdout": ("train_log.txt", "dicts", "epoch"),
+    "keras_history_json": ("history.json", "lists", None),
+    "nanogpt_stdout": ("train.log", rf"^iter \d+: loss ({_NUMBER}), time ({_NUMBER})ms, mfu ({_NUMBER})%$|"
+                                    rf"^step \d+: train loss ({_NUMBER}), val loss ({_NUMBER})$", None),
+    "keras_fit_stdout": ("fit.log", rf"(?<![\w/])[A-Za-z_]\w*: ({_NUMBER})", None),
+}
+
+
+def _numbers_in(path: Path, how: str, step_key: str | None) -> int:
+    """How many metric values the rebuilt file holds, counted without trainproof."""
+    import ast
+    import json
+    import re
+
+    text = path.read_text(encoding="utf-8")
+    if how == "lists":
+        return sum(len(v) for v in json.loads(text).values())
+    if how in ("json-lines", "dicts"):
+        rows = [json.loads(x) if how == "json-lines" else ast.literal_eval(x) for x in text.splitlines()]
+        return sum(1 for row in rows for k, v in row.items()
+                   if k != step_key and re.fullmatch(_NUMBER, str(v)) is not None)
+    return sum(1 for m in re.finditer(how, text, flags=re.M) for g in m.groups() if g is not None)
+
+
+FRESH8 = [d for d in DOCS if d["half"] == "fresh8"]
+
+
+@pytest.mark.parametrize("doc", FRESH8, ids=lambda d: d["id"][:40])
+def test_a_fresh8_file_rebuilds_with_every_point(doc: dict, tmp_path: Path) -> None:
+    """Each fresh8 run rebuilds, under its writer's usual file name, into a file holding exactly the
+    points its series keep (and the layout accounts for every point: the rebuild raises otherwise)."""
+    name, how, step_key = _REBUILT[doc["source"]["writer"]]
+    path = public_runs.rebuild(doc, tmp_path)
+    assert path.name == name
+    assert _numbers_in(path, how, step_key) == sum(len(points) for points in doc["series"].values())
 
 
 @pytest.mark.parametrize("half", FRESH_HALVES)
