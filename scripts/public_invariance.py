@@ -164,7 +164,8 @@ def render(s: Sweep) -> str:
     verdicts = Counter(m.perturbation for m in s.moves if m.base[0] != m.got[0])
     fails = Counter(m.perturbation for m in s.fail_moves())
     lines = [BEGIN, "## Public runs, logged otherwise (scripts/public_invariance.py)", "",
-             f"The perturbations of tests/test_invariance.py applied to the {s.runs} public runs of the shown "
+             "The perturbations of tests/perturbations.py (those tests/test_invariance.py holds the galleries "
+             f"to) applied to the {s.runs} public runs of the shown "
              f"halves with at least {MIN_POINTS} train-loss points ({s.judgements} judgements). A judgement "
              "*moved* when the verdict or the set of FAIL rules changed; the scalings are re-rounded to the "
              "decimals the log printed (tests/perturbations.py).", "",
