@@ -4,15 +4,9 @@ FAIL rule IDs stay the same when the log loses its last few points, every other 
 offset. Checked over generated curves (hypothesis) and over every real gallery run
 (examples/gallery*/, so the out-of-sample gallery2 is picked up when it exists).
 
-Perturbations, each a real way of logging the same run: `cut` a log stopped earlier;
-`halve` a logger that records the instantaneous loss every 2k steps and also logs step 0
-(nanoGPT); `halve_drop_first` the same without step 0 (points at 2k, 4k, ...);
-`mean_pairs` HF Trainer with logging_steps doubled, whose logged loss is the mean over
-the steps since the last log (transformers 5.24's Trainer._maybe_log_save_evaluate divides
-the summed loss by the steps since the previous log; grad_norm and the LR are the last
-step's), so each point is the mean of two original points and
-the first holds the first 2k steps; the scalings other loss units; the offsets a resumed
-or shifted step counter.
+The perturbations (cut, halved, HF's doubled interval, other units re-rounded to the
+printed decimals, shifted steps) live in tests/perturbations.py, shared with
+scripts/public_invariance.py, which applies them to the public runs.
 
 One exception, stated where a perturbation really changes what can be known; it lets
 only the end-vs-start rules (TP-LOSS-ROSE, TP-DEAD-RUN) move: on a run failed by them,
@@ -34,7 +28,6 @@ whether the weights moved (rules/eval_witness.py).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -43,86 +36,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trainproof.engine import judge_run
-from trainproof.model import Level, Run, Series
+from trainproof.model import Run, Series
 from trainproof.parsers import read_run
 from trainproof.probes.vocab import Vocabulary
 from trainproof.rules.rise import loss_not_improving
 
+from .perturbations import (  # noqa: F401  (re-exported: the rule tests import them from here)
+    END_VS_START,
+    PERTURBATIONS,
+    UNIT_FREE,
+    Perturbation,
+    _map,
+    exempt,
+    thin,
+    verdict,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
-LOSSES = ("loss", "eval_loss")
-PER_STEP = ("loss", "grad_norm", "lr", "step_time")  # what a trainer logs every logging interval
-
-Perturbation = Callable[[Run], Run]
-
-
-def verdict(run: Run) -> tuple[str, frozenset[str]]:
-    r = judge_run(run)
-    return r.verdict.value, frozenset(f.rule_id for f in r.findings if f.level is Level.FAIL)
-
-
-def _map(run: Run, fn: Callable[[Series], Series]) -> Run:
-    return Run(run.path, run.format, {k: fn(s) for k, s in run.series.items()}, run.records,
-               run.columns, run.notes, run.meta)
-
-
-def _keep(s: Series, mask: np.ndarray) -> Series:
-    return Series(s.name, s.steps[mask], s.values[mask])
-
-
-def cut(k: int) -> Perturbation:
-    """The log stopped k loss points earlier (every metric up to that step)."""
-    def apply(run: Run) -> Run:
-        last = run.series["loss"].steps[-1 - k]
-        return _map(run, lambda s: _keep(s, s.steps <= last))
-    return apply
-
-
-def halve(first: bool) -> Perturbation:
-    """Every other per-step point dropped: the first kept (first=True) or dropped."""
-    def apply(run: Run) -> Run:
-        loss_steps = run.series["loss"].steps
-        kept = loss_steps[0 if first else 1::2]
-        return _map(run, lambda s: _keep(s, np.isin(s.steps, kept)) if s.name in PER_STEP else s)
-    return apply
-
-
-def mean_pairs(run: Run) -> Run:
-    """HF Trainer's logging_steps doubled: each logged loss is the mean over its interval,
-    so a point at every other step holds the mean of two of the original points."""
-    def pair(s: Series) -> Series:
-        if s.name != "loss" or len(s) < 2:
-            return s
-        m = len(s) // 2 * 2
-        return Series(s.name, s.steps[1:m:2], (s.values[0:m:2] + s.values[1:m:2]) / 2)
-    halved = halve(first=False)(run)
-    return _map(halved, lambda s: pair(run.series["loss"]) if s.name == "loss" else s)
-
-
-def scale(f: float) -> Perturbation:
-    return lambda run: _map(run, lambda s: Series(s.name, s.steps, s.values * f) if s.name in LOSSES else s)
-
-
-def offset(d: float) -> Perturbation:
-    return lambda run: _map(run, lambda s: Series(s.name, s.steps + d, s.values))
-
-
-PERTURBATIONS: dict[str, Perturbation] = {
-    "cut1": cut(1), "cut2": cut(2), "cut3": cut(3), "halve": halve(first=True),
-    "halve_drop_first": halve(first=False), "mean_pairs": mean_pairs, "x0.5": scale(0.5), "x2": scale(2.0),
-    "nats_to_bits": scale(1.0 / np.log(2.0)), "steps+1000": offset(1000.0), "steps-37": offset(-37.0),
-}
-
-
-END_VS_START = frozenset({"TP-LOSS-ROSE", "TP-DEAD-RUN"})
-BLURS_FIRST = ("halve_drop_first", "mean_pairs")  # the first logged point is lost or averaged
-
-
-def exempt(name: str, base: tuple[str, frozenset[str]], got: tuple[str, frozenset[str]]) -> bool:
-    """The stated exception: only the end-vs-start rules (TP-LOSS-ROSE, TP-DEAD-RUN) may
-    move, only on a run they fail, only when the first point is lost or blurred."""
-    if name not in BLURS_FIRST or not (base[1] ^ got[1]) <= END_VS_START:
-        return False
-    return bool(base[1] & END_VS_START)
 
 
 def assert_invariant(run: Run, label: str) -> tuple[str, frozenset[str]]:
@@ -197,9 +127,6 @@ def _gallery_vocabulary(log: Path) -> Vocabulary:
                       .read_text())["model"]
     width = meta.get("n_embd") or meta.get("hidden_size")
     return Vocabulary(meta["vocab"], "tokens", "run_meta.json", width, None, "run_meta.json")
-
-
-UNIT_FREE = [n for n in PERTURBATIONS if not n.startswith(("x", "nats"))]  # ln V is in nats
 
 
 @pytest.mark.parametrize("seed", ["", "seed43", "seed44"])
@@ -337,14 +264,6 @@ def test_an_eval_curve_verdict_survives_how_it_was_logged():
     assert "TP-EVAL-DIVERGE" in base[1]
 
 
-def thin(k: int) -> Perturbation:
-    """Every k-th per-step point kept (the logging interval times k), the first kept."""
-    def apply(run: Run) -> Run:
-        kept = run.series["loss"].steps[::k]
-        return _map(run, lambda s: _keep(s, np.isin(s.steps, kept)) if s.name in PER_STEP else s)
-    return apply
-
-
 def _per_step(loss: np.ndarray) -> Run:
     return _run(loss.tolist(), 0, 10)
 
@@ -414,8 +333,8 @@ def test_the_rules_of_issue_17_survive_how_a_run_was_logged(kind, seed):
 
 def test_a_converged_rounded_loss_survives_how_it_was_logged():
     """A classifier HF logged at 4 decimals, converged to 0.0 with the eval loss falling.
-    Rescaling its units is left out: a rounded log converted to bits is no longer a
-    rounded log (TP-ZERO-LOSS-ONSET's stated limit)."""
+    Other units included: the scalings print the loss to the 4 decimals the log used, as a
+    logger writing bits would (tests/perturbations.py)."""
     n = 80
     t = np.arange(n, dtype=np.float64)
     loss = np.round(0.69 * np.exp(-t / 6.0), 4)
@@ -427,8 +346,6 @@ def test_a_converged_rounded_loss_survives_how_it_was_logged():
     base = verdict(run)
     assert "TP-ZERO-LOSS-ONSET" not in base[1]
     for name, p in PERTURBATIONS.items():
-        if name in ("x0.5", "x2", "nats_to_bits"):
-            continue
         assert verdict(p(run)) == base, name
 
 

@@ -140,6 +140,17 @@ DIVERGE = rule(
             "converge or overfit and then jitter at their floor give back 2-7 % (public runs). "
             "Differences of losses over a difference of losses: the same for any loss scale or "
             "unit (nats or bits). Block medians, as for the floor and end."),
+        "giveback_shade_se": Threshold(
+            1.0, "standard errors of one block median",
+            "The give-back is measured between the end lowered and the floor raised by this many "
+            "standard errors of one block median (the log's own noise): the floor is the lowest "
+            "of many noisy blocks, biased low by about one standard error where two to five blocks "
+            "sit at the floor's level (the expected minimum of that many draws), and the end is one "
+            "block. Near a floor of a few hundredths a converged classifier jittering by 40 % per "
+            "point (public run fresh4/atharvbindal, cut two points short) otherwise gave back 11 % "
+            "on one noisy end block, and a loss averaged in pairs at 60 % per point "
+            "(fresh/cloud-zhoubingye) 15 % from a single dip; shaded they give back 7 % and 9 %. A "
+            "divergence gives back more than all of its gain, where one standard error is small."),
     },
     fires=Example({"loss": [1.4, 1.3, 1.2, 1.25, 2.5, 4.0, 6.0, 7.5, 7.4]}),
     passes=Example({"loss": [1.5, 1.3, 1.2, 1.1, 1.05, 1.0, 1.02, 1.01, 1.0]}),
@@ -201,9 +212,12 @@ def _divergence(s: Series) -> tuple[bool, dict[str, float]]:
     gap_se = float(np.log(end / floor) / se) if se > 0 else np.inf
     after, held_se = _held_after_floor(s.values, b, i, floor, sigma)
     # Share of the gain (first block -> floor) given back by the end; a floor in the first
-    # block never gained anything, so any rise gives back "all" of it.
+    # block never gained anything, so any rise gives back "all" of it. End and floor are each
+    # shaded toward the other by the noise of one block: the floor is the lowest of many.
     start = float(b.medians[0])
-    giveback = (end - floor) / (start - floor) if start > floor else (np.inf if end > floor else 0.0)
+    shade = float(np.exp(DIVERGE.t("giveback_shade_se") * stats.MEDIAN_SE * sigma / np.sqrt(b.size)))
+    giveback = ((end / shade - floor * shade) / (start - floor) if start > floor
+                else (np.inf if end > floor else 0.0))
     measured = dict(end=end, floor=floor, floor_step=float(b.steps[i]), ratio=ratio,
                     start=start, giveback=float(giveback),
                     through=float(through), block=b.size, raw_end=float(s.values[-1]),
@@ -219,7 +233,8 @@ def _divergence(s: Series) -> tuple[bool, dict[str, float]]:
 def _gave(m: dict[str, float]) -> str:
     """The give-back clause of TP-DIVERGE's evidence."""
     if np.isfinite(m["giveback"]):
-        return f"gave back {m['giveback']:.0%} of its gain from {m['start']:.4g} to the floor"
+        return (f"gave back {m['giveback']:.0%} of its gain from {m['start']:.4g} to the floor (end and floor "
+                f"each shaded {DIVERGE.t('giveback_shade_se'):g} standard error of a block toward the other)")
     return f"never below its start {m['start']:.4g}: every rise gives back all it gained"
 
 

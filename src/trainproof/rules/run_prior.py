@@ -102,7 +102,11 @@ PRIOR_ONLY = rule(
     "3 or 4 and stays flat there, eval included, reads as one; it learned nothing either, "
     "and TP-DEAD-RUN usually says so first. RL and preference objectives are not judged. An "
     "eval accuracy, where logged, is shown with the loss a constant prediction of that majority "
-    "scores (two classes); it never decides.",
+    "scores (two classes); it never decides. A log too short for the trend test (fewer than nine "
+    "block medians) whose Theil-Sen fall exceeds max_drift is not judged, a skip saying so: cut "
+    "three points short, a binary classifier falling 0.71 -> 0.60 (public run jasonzeng24) or a "
+    "3-class one falling 1.17 -> 0.96 in seven points (sid-diamond) stays inside the band, and "
+    "only the trend test could have told that fall from a settling bias.",
 )
 
 
@@ -169,6 +173,12 @@ def prior_only(run: Run) -> list[Finding] | Skip:
     trend = sf.steady_fall(s, start, 1.0, rise.DEAD_RUN.t, b, sigma)
     if trend is not None and trend.learned and trend.fall > r.t("max_drift"):
         return []  # falling block after block by more than a bias settling can: slow learning
+    if trend is not None and trend.fall > r.t("max_drift") and not sf.can_show_fall(trend.blocks, rise.DEAD_RUN.t):
+        # Too few blocks for the trend test to call any fall steady: a fall past what a settling
+        # bias reaches is then no evidence either way, and a FAIL needs evidence.
+        return Skip(SkipKind.TOO_FEW, f"not judged: the loss fell {trend.fall:.1%} (Theil-Sen), more than a "
+                    f"settling bias reaches ({r.t('max_drift'):.0%}), over {trend.blocks} block medians, too few "
+                    "for the trend test to tell a steady fall")
     end_epoch = _epoch_at_end(run, s)
     past = end_epoch is not None and end_epoch >= r.t("fail_epochs")
     level_why = ("" if past else
