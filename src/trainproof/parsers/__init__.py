@@ -80,6 +80,8 @@ _declare("clearml", "clearml", "ClearML scalar events: an offline session folder
 if importlib.util.find_spec(f"{__name__}.tfevents") is not None:  # not in every tree
     _declare("tfevents", "tfevents", "TensorBoard event files (events.out.tfevents.*) or a run directory",
              sniff_dir=True)
+_declare("dvclive", "dvclive", "DVCLive run directory (plots/metrics/*.tsv beside metrics.json)",
+         sniff_dir=True, owns_dir=True)
 # Last: a stdout capture is claimed only when no structured format is (a Coqui log,
 # JSON lines and CSV rows are text files too).
 _declare("textlog", "textlog", "training stdout / text log (HF Trainer, TRL, nanoGPT, Megatron-LM, NeMo, "
