@@ -58,6 +58,8 @@ def _declare(module: str, name: str, description: str, sniff_dir: bool = False, 
 _declare("hf", "hf", "HuggingFace Trainer trainer_state.json", compressed=True)
 # a binary header or the .wandb suffix: decided before any text sniff
 _declare("wandb", "wandb", "Weights & Biases run log (run-*.wandb) or its run directory", sniff_dir=True)
+# Sacred's metrics.json, one object of {"steps", "values"} objects: before keras and jsonl
+_declare("sacred", "sacred", "Sacred FileStorageObserver metrics.json (beside run.json)", compressed=True)
 # one JSON object of per-epoch column lists: before jsonl, which would take its one line
 _declare("keras_history", "keras", "Keras History saved as JSON (json.dump(history.history)), "
          "or pandas' to_json of it", compressed=True)
