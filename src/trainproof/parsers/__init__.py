@@ -63,6 +63,9 @@ _declare("sacred", "sacred", "Sacred FileStorageObserver metrics.json (beside ru
 # one JSON object of per-epoch column lists: before jsonl, which would take its one line
 _declare("keras_history", "keras", "Keras History saved as JSON (json.dump(history.history)), "
          "or pandas' to_json of it", compressed=True)
+# mmcv 1.x JSON lines whose `iter` restarts every epoch: before jsonl, which would read it as steps
+_declare("mmcv", "mmcv", "mmcv 1.x TextLoggerHook <timestamp>.log.json (MMDetection 2.x, MMSegmentation 0.x)",
+         compressed=True)
 # JSON lines whose validation steps count epochs: before jsonl, which would read them as steps
 _declare("mmengine", "mmengine", "MMEngine / OpenMMLab vis_data/scalars.json (or <timestamp>.json)",
          compressed=True)
