@@ -18,14 +18,14 @@ from trainproof.parsers import detect, dvclive, read_run
 
 FIX = Path(__file__).parent / "fixtures" / "dvclive"
 EXPECTED = json.loads((FIX / "expected.json").read_text())
-RUNS = ("healthy", "diverging")
+RUNS = ("healthy", "diverging", "hf")
 
 
 @pytest.mark.parametrize("run", RUNS)
 def test_series_equal_what_the_script_logged(run):
     raw = dvclive.read(FIX / run)
     logged = EXPECTED[run]
-    assert set(raw.columns) == {*logged, "timestamp"}
+    assert set(raw.columns) == {*logged, "timestamp"} if run != "hf" else set(logged)
     for key, pts in logged.items():
         steps, values = raw.columns[key]
         np.testing.assert_array_equal(steps, [p[0] for p in pts], err_msg=key)
@@ -40,6 +40,16 @@ def test_canonical_series_and_clock():
     np.testing.assert_array_equal(run.series["eval_loss"].steps, [9, 19, 29, 39])
     clock = run.series["time"].values
     assert 1.7e9 < clock[0] < 2.2e9 and np.all(np.diff(clock) >= 0)  # seconds, not ms
+
+
+def test_hf_callback_directory():
+    """transformers' DVCLiveCallback: `loss` per logging step, not the end-of-training mean
+    it also writes as train/loss; steps count the callback's log calls."""
+    run = read_run(FIX / "hf")
+    assert {"loss", "eval_loss", "lr", "grad_norm", "epoch"} <= set(run.series)
+    np.testing.assert_array_equal(run.series["loss"].steps, [p[0] for p in EXPECTED["hf"]["loss"]])
+    np.testing.assert_array_equal(run.series["eval_loss"].steps, [2, 5, 8])
+    assert "time" not in run.series  # the callback logs no timestamps
 
 
 def test_diverging_run_fails_on_the_inf_dvclive_wrote():

@@ -103,6 +103,7 @@ def read(path: Path) -> RawLog:
     require_file(path)
     st = _State()
     half_written = read_rows(path, st.tally, st.take)
+    st.epoch_based = st.epoch_based and st.longest > 0  # every `iter` 0: nothing to count epochs by
     length = st.longest if st.epoch_based else 0
     arrays = {k: (_global(s, length), v) for k, (s, v) in st.cols.arrays().items()}
     notes = []
