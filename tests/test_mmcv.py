@@ -102,3 +102,10 @@ def test_truncated_and_odd_lines(tmp_path):
     assert raw.columns["loss"][0].tolist() == [5]
     assert "1 line(s) without an integer epoch and iter skipped" in raw.notes
     assert "1 non-object line(s) (banners, plain text) skipped" in raw.notes
+
+
+def test_iter_zero_everywhere_is_not_epoch_based(tmp_path):
+    f = tmp_path / "zero.log.json"
+    f.write_text("".join(f'{{"mode": "train", "epoch": {e}, "iter": 0, "loss": 1.0}}\n' for e in (1, 2, 3)))
+    raw = mmcv.read(f)  # no division by an epoch length of 0
+    assert raw.columns["loss"][0].tolist() == [0, 0, 0] and "epoch" not in raw.columns
