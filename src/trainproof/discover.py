@@ -127,8 +127,8 @@ def _run_dir(here: Path, fmt: Format, dirnames: list[str], filenames: list[str],
              found: Discovery) -> list[str]:
     """A folder a format reads whole (a TensorBoard run): the subfolders still to walk."""
     found.logs.append((here, fmt))
-    if fmt.store is not None:  # a multi-run store (mlruns/) owns everything under it
-        return []
+    if fmt.store is not None or fmt.owns_dir:  # a multi-run store (mlruns/), a DVCLive
+        return []  # directory: everything under it is its own
     # a run directory's nested runs (Keras train/ + validation/, hparams runs
     # that SummaryWriter.add_hparams writes) belong to it, not beside it
     nested = [n for n in dirnames if _sniff(here / n, found) is not None]

@@ -58,9 +58,14 @@ def _declare(module: str, name: str, description: str, sniff_dir: bool = False, 
 _declare("hf", "hf", "HuggingFace Trainer trainer_state.json", compressed=True)
 # a binary header or the .wandb suffix: decided before any text sniff
 _declare("wandb", "wandb", "Weights & Biases run log (run-*.wandb) or its run directory", sniff_dir=True)
+# Sacred's metrics.json, one object of {"steps", "values"} objects: before keras and jsonl
+_declare("sacred", "sacred", "Sacred FileStorageObserver metrics.json (beside run.json)", compressed=True)
 # one JSON object of per-epoch column lists: before jsonl, which would take its one line
 _declare("keras_history", "keras", "Keras History saved as JSON (json.dump(history.history)), "
          "or pandas' to_json of it", compressed=True)
+# mmcv 1.x JSON lines whose `iter` restarts every epoch: before jsonl, which would read it as steps
+_declare("mmcv", "mmcv", "mmcv 1.x TextLoggerHook <timestamp>.log.json (MMDetection 2.x, MMSegmentation 0.x)",
+         compressed=True)
 # JSON lines whose validation steps count epochs: before jsonl, which would read them as steps
 _declare("mmengine", "mmengine", "MMEngine / OpenMMLab vis_data/scalars.json (or <timestamp>.json)",
          compressed=True)
@@ -80,6 +85,8 @@ _declare("clearml", "clearml", "ClearML scalar events: an offline session folder
 if importlib.util.find_spec(f"{__name__}.tfevents") is not None:  # not in every tree
     _declare("tfevents", "tfevents", "TensorBoard event files (events.out.tfevents.*) or a run directory",
              sniff_dir=True)
+_declare("dvclive", "dvclive", "DVCLive run directory (plots/metrics/*.tsv beside metrics.json)",
+         sniff_dir=True, owns_dir=True)
 # Last: a stdout capture is claimed only when no structured format is (a Coqui log,
 # JSON lines and CSV rows are text files too).
 _declare("textlog", "textlog", "training stdout / text log (HF Trainer, TRL, nanoGPT, Megatron-LM, NeMo, "

@@ -181,6 +181,9 @@ class Format:
     # A second look, with the path, after the sniff matched: for containers whose head
     # says too little (any SQLite file starts alike). False only when surely not mine.
     confirm: Callable[[Path], bool] | None = None
+    # A run directory whose every file is part of the one run (DVCLive's per-metric TSVs
+    # and summary): doctor judges the directory and looks at nothing under it on its own.
+    owns_dir: bool = False
 
 
 def read_text_head(path: Path, size: int = HEAD) -> bytes:

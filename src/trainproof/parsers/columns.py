@@ -34,12 +34,12 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
         "lr", "learning_rate", "current_lr", "train_learning_rate", "train_lr", "lr_group0",
         "lr_0", "optimizer_lr", "lr_adamw", "lr_adam", "lr_sgd", "lr_adafactor",
         "learning_rate_0", "metrics_lr", "metrics_learning_rate", "epoch_learning_rate",
-        "trainiterstats_current_lr",
+        "trainiterstats_current_lr", "training_lr", "training_learning_rate",
     ),
     "grad_norm": (
         "grad_norm", "gnorm", "gradient_norm", "grad_l2", "grad_norm_total", "train_grad_norm",
         "grad_2_0_norm_total", "total_grad_norm", "global_grad_norm", "metrics_grad_norm",
-        "trainiterstats_grad_norm",
+        "trainiterstats_grad_norm", "training_grad_norm",
     ),
     "step": (
         "step", "global_step", "iter", "iteration", "train_global_step", "trainer_global_step",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,24 +77,39 @@ class _Epochs:
         return dict(self.last), "the last iteration logged in that epoch"
 
 
-def read(path: Path) -> RawLog:
-    require_file(path)
-    cols, tally, planned, epochs = Columns(), Tally(), Planned(), _Epochs()
-    evals: list[tuple[dict[str, Any], float]] = []  # (row, last train step before it): one per validation
+def read_rows(path: Path, tally: Tally, take: Callable[[list[dict[str, Any]]], None]) -> bool:
+    """Feed `take` the decoded objects of a JSON-lines file a block at a time (a final
+    line without its newline too, when it decodes); True when that last line was
+    half-written. Shared with the mmcv 1.x reader (parsers/mmcv.py)."""
+    planned = Planned()
     with open_log(path) as fh:
         lines = LineBlocks(fh, BLOCK, MAX_LINE)
         for chunk in lines:
-            _take(decode_block(chunk, tally, planned), cols, tally, epochs, evals)
+            take(decode_block(chunk, tally, planned))
         tally.oversized += lines.oversized
-        half_written = bool(lines.tail.strip())
-        if half_written:
-            try:
-                last = loads(lines.tail.strip())
-            except (ValueError, UnicodeDecodeError):
-                last = None
-            if type(last) is dict:
-                half_written = False
-                _take([last], cols, tally, epochs, evals)
+        if not lines.tail.strip():
+            return False
+        try:
+            last = loads(lines.tail.strip())
+        except (ValueError, UnicodeDecodeError):
+            return True
+        if type(last) is not dict:
+            return True
+        take([last])
+        return False
+
+
+def per_iteration(row: dict[str, Any]) -> None:
+    """OpenMMLab's `time` is seconds per iteration (IterTimerHook), not a clock: step_time."""
+    if "time" in row:
+        row["step_time"] = row.pop("time")
+
+
+def read(path: Path) -> RawLog:
+    require_file(path)
+    cols, tally, epochs = Columns(), Tally(), _Epochs()
+    evals: list[tuple[dict[str, Any], float]] = []  # (row, last train step before it): one per validation
+    half_written = read_rows(path, tally, lambda rows: _take(rows, cols, tally, epochs, evals))
     notes = _place_evals(evals, epochs, cols)
     arrays = cols.arrays()
     if "step_time" in arrays:
@@ -107,8 +123,7 @@ def _take(rows: list[dict[str, Any]], cols: Columns, tally: Tally, epochs: _Epoc
     train = []
     for r in rows:
         if "iter" in r:
-            if "time" in r:
-                r["step_time"] = r.pop("time")
+            per_iteration(r)
             train.append(r)
             if type(r.get("step")) in (int, float):
                 epochs.seen = r["step"]
