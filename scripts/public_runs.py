@@ -217,7 +217,8 @@ def judge(doc: Mapping) -> Judged:
         try:
             rs = args._cmd.run(args)
         except InputError as exc:
-            verdict, findings = "NOT-CHECKED", ((f"input error: {exc}", "error"),)
+            # the rebuilt file's temporary folder is no part of the finding: the table must not move with it
+            verdict, findings = "NOT-CHECKED", ((f"input error: {str(exc).replace(tmp + '/', '')}", "error"),)
         else:
             rep = rs.reports[0]
             verdict = rep.verdict.value
