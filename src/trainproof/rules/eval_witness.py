@@ -8,7 +8,8 @@ loss cannot, and says them the same way however often the train loss was logged:
 - identical at every evaluation: the weights never changed (lr = 0, frozen parameters, an
   optimizer that never steps); whatever the train loss did, it was its data;
 - fallen beyond its own noise, on a run whose train loss never climbed above its first
-  point: the run learned, even when the train log is too noisy to show it.
+  point (or that ended below the train loss's first point, whatever it climbed): the run
+  learned, even when the train log is too noisy to show it.
 
 Measures only; the thresholds are declared here and listed by TP-DEAD-RUN, whose judge
 (rules/rise.py) decides what a witness changes."""
@@ -56,6 +57,18 @@ WRECK_SE = Threshold(
     "falls steadily climb >= 8, the fresh half's slow continued-training run 0.9). "
     "TP-LOSS-ROSE's bar.")
 
+RECOVERED = Threshold(
+    0.10, "of the train loss's first point",
+    "A climb of the train loss past witness_wreck_se stops the eval loss from speaking for the "
+    "run - unless the eval loss ended this share below the train loss's first logged point: "
+    "the final model then scores better on held-out data than the starting one did on its own "
+    "training batches (a held-out loss is rarely below the train loss of the same model by "
+    "more than dropout's few percent), so whatever the climb was, the run got past its start. "
+    "TP-DEAD-RUN's clear band. Both galleries' lr x100 runs end their eval loss above their "
+    "train loss's first point (gallery2: 5.38-5.46 against 5.27-5.79; gallery: 6.26-6.34 "
+    "against 5.49-5.57): wrecked, never recovered. The fresh7 LSTM that raised it "
+    "(dranovegor, cut three points short) ends its eval loss at a third of its train start.")
+
 MIN_FALL = Threshold(
     0.02, "of the first evaluation",
     "Below TP-DEAD-RUN's min_improvement a learned witness clears the run only when the eval "
@@ -69,7 +82,8 @@ MIN_FALL = Threshold(
     "learning LoRA that raised it (fresh4 marthinsurya) fell 4.3 %.")
 
 THRESHOLDS = {"witness_min_evals": MIN_EVALS, "witness_min_fall": MIN_FALL, "witness_frozen_rel": FROZEN_REL,
-              "witness_eval_end": EVAL_END, "witness_fell_se": FELL_SE, "witness_wreck_se": WRECK_SE}
+              "witness_eval_end": EVAL_END, "witness_fell_se": FELL_SE, "witness_wreck_se": WRECK_SE,
+              "witness_recovered": RECOVERED}
 
 
 @dataclass(frozen=True)
@@ -115,7 +129,8 @@ def eval_witness(run: Run, train: Series, t: Callable[[str], float]) -> Witness 
     se = sigma * np.sqrt(1.0 + stats.MEDIAN_SE**2 / k)
     gain = float(np.log(first / end))
     z = gain / se if se > 0 else (np.inf if gain > 0 else 0.0)
-    learned = z > t("witness_fell_se") and not _climbed(train, t("witness_wreck_se"))
+    past_start = train.values.size > 0 and end < (1.0 - t("witness_recovered")) * float(train.values[0])
+    learned = z > t("witness_fell_se") and (past_start or not _climbed(train, t("witness_wreck_se")))
     return Witness(False, bool(learned), len(e), first, end, float(z))
 
 
