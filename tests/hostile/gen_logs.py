@@ -162,13 +162,25 @@ CAPTURES = {
     "deepspeed": "textlog/deepspeed/train.log",
     "torchtune": "textlog/torchtune/log_1796284613.txt",
     "lightning-csv": "core/lightning/metrics.csv",
+    # the writers read since (real library output, except detectron2's SYNTHETIC one)
+    "keras-fit": "textlog/keras_fit/healthy_v1.log",
+    "mlx-lm": "textlog/mlx_lm/v0_31_healthy.log",
+    "keras-history": "keras_history/healthy/history.json",
+    "keras-csvlogger-log": "core/short/keras_healthy/training.csv",
+    "ultralytics": "ultralytics/detect/runs/detect/train/results.csv",
+    "mmengine": "mmengine/iter/work_dirs/iter/20261203_160308/vis_data/scalars.json",
+    "mmcv": "mmcv/epoch_healthy.log.json",
+    "detectron2": "detectron2/SYNTHETIC_metrics.json",
+    "sacred": "sacred/runs/1/metrics.json",
 }
+# a capture kept under another name than its fixture's: Keras documents CSVLogger('training.log')
+CAPTURE_NAMES = {"keras-csvlogger-log": "training.log"}
 
 
 def _source(fmt: str) -> tuple[bytes, str]:
     if fmt in CAPTURES:
         p = FIXTURES / CAPTURES[fmt]
-        return p.read_bytes(), p.name
+        return p.read_bytes(), CAPTURE_NAMES.get(fmt, p.name)
     return _bytes_of(fmt)
 
 
@@ -235,7 +247,7 @@ BYTE_CASES = {  # kind -> (class, expectation)
     "nul-bytes": ("nul-bytes", "any"),
     "header-only": ("no-records", "unreadable"),
 }
-JSON_LINE_FORMATS = ("jsonl", "clearml")  # one JSON document per line: nesting attacks apply
+JSON_LINE_FORMATS = ("jsonl", "clearml", "mmengine", "mmcv", "detectron2")  # one JSON document per line
 LINE_READERS = ("jsonl", "csv", "hf-stdout", "coqui", "clearml", "mlflow-files", "megatron")
 
 
@@ -247,7 +259,8 @@ def specs() -> Iterator[Spec]:
             yield Spec(f"{fmt}/{case}", LOG, "any", cls, _row_writer(fmt, tokens))
     for fmt in (*ROW_FORMATS, *CAPTURES):
         for kind, (cls, expect) in BYTE_CASES.items():
-            if kind == "header-only" and fmt not in ("csv", "keras", "lightning-csv"):
+            if kind == "header-only" and fmt not in ("csv", "keras", "lightning-csv", "ultralytics",
+                                                     "keras-csvlogger-log"):
                 continue
             if kind == "truncated-tiny" and fmt == "lightning-csv":
                 continue
