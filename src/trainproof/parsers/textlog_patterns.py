@@ -261,14 +261,11 @@ def _keras_bar(m: re.Match[str], state: State) -> Hit | None:
     return _keras_close(_KERAS_PAIR.findall(rest), state)
 
 
-# Keras 2.0-2.3 (and tf.keras before its `/epoch` suffix) close an epoch with the seconds
-# it took and no per-step time, so the `/step` needle above never sees these lines:
-#   `67s - loss: ...`                      keras 2.0 verbose=2
-#   ` - 67s - loss: ...`                   keras 2.1-2.3 verbose=2
-#   `8000/8000 [=====] - 67s - loss: ...`  keras 2.0 verbose=1
-#   `128/128 - 5s - loss: ...`             tf.keras verbose=2 before `- 5s/epoch - 43ms/step`
-# A line without a batch counter is too plain to claim alone: it is read only inside an
-# epoch an `Epoch N/M` header opened (Keras 2.x prints that header for every epoch).
+# Keras 2.0-2.3 close an epoch with its seconds and no per-step time (no `/step` needle):
+# `67s - loss: ...` (2.0 verbose=2), ` - 67s - loss: ...` (2.1-2.3 verbose=2),
+# `8000/8000 [=====] - 67s - loss: ...` (2.0 verbose=1); tf.keras without `/epoch`: `128/128
+# - 5s - loss: ...`. One with no batch counter is too plain to claim alone: it is read only
+# inside an epoch an `Epoch N/M` opened (Keras 2.x prints that header for every epoch).
 _KERAS_SECONDS = re.compile(r"^(?:\s*(\d+)/(\d+)(?: \[[=>.]*\])? - | - )?\d+s( - [^\s:]+: .*)$")
 
 
