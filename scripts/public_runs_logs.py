@@ -14,7 +14,10 @@ logged) and, under `layout`, what is needed to put them back in the writer's own
 - `nanogpt_stdout`: the same line layout over nanoGPT's two printed lines (`step N: train loss
   X, val loss Y` and `iter N: loss X, time Tms, mfu M%`), refilled from their print templates.
 - `keras_fit_stdout`: the same line layout over Keras' per-epoch printout, each line carrying
-  the `E` of its `Epoch e/E` as a third element (several fits printed in one file restart at 1).
+  the `E` of its `Epoch e/E` (several fits printed in one file restart at 1), the name of the
+  closing line's print (`keras20_v2`, `tfkeras2_v2`, `tfkeras2_v1`: `_KERAS_PRINTS`) and the
+  numbers printed around the metrics (`batches`, `seconds`, `epoch_time` / `step_time` as
+  [number, unit]); `newline` is the file's line ending (default "\\n").
 - `keras_history_json`: `json.dump(history.history)` - metric -> per-epoch list; `indent` is
   the indent the file was written with (None: one line). Its steps are epochs counted from 1.
 
@@ -115,19 +118,50 @@ def nanogpt_stdout(doc: Mapping, folder: Path) -> Path:
     return path
 
 
-def _keras_number(v: float) -> str:
+def _keras_number(v: float, verbose: int) -> str:
     # Keras' progress bar prints 4 decimals, switching to exponent form at or below 1e-3
-    return f"{v:.4f}" if abs(v) > 1e-3 else f"{v:.4e}"
+    # (verbose=1 tests |v|, verbose=2 tests v itself)
+    big = abs(v) > 1e-3 if verbose == 1 else v > 1e-3
+    return f"{v:.4f}" if big else f"{v:.4e}"
+
+
+def _keras_time(token: list) -> str:
+    number, unit = token  # as printed: [43, "ms"] is `43ms`
+    return f"{number}{unit}"
+
+
+# The line that closes an epoch, per Keras generation, around the ` - name: value` pairs
+# (`fields`: the numbers printed with them; the bar at the end of an epoch is always full)
+_KERAS_PRINTS: dict[str, tuple[int, Callable[[dict, str], str]]] = {
+    # keras 2.0 Progbar, verbose=2: `67s - loss: ...`
+    "keras20_v2": (2, lambda f, m: f"{f['seconds']}s - {m}"),
+    # tf.keras 2.x, verbose=2: `128/128 - 5s - loss: ... - 5s/epoch - 43ms/step`
+    "tfkeras2_v2": (2, lambda f, m: f"{f['batches']}/{f['batches']} - {f['seconds']}s - {m} - "
+                                    f"{_keras_time(f['epoch_time'])}/epoch - {_keras_time(f['step_time'])}/step"),
+    # tf.keras 2.x, verbose=1, the final draw: `4/4 [=====] - 3s 11ms/step - loss: ...`
+    "tfkeras2_v1": (1, lambda f, m: f"{f['batches']}/{f['batches']} [{'=' * 30}] - {f['seconds']}s "
+                                    f"{_keras_time(f['step_time'])}/step - {m}"),
+}
+
+
+def keras_fit_stdout_lines(doc: Mapping) -> list[str]:
+    """`Epoch e/E` and the line that closes the epoch, per epoch, as its Keras generation printed them."""
+    out = []
+    for (step, line), (_s, _k, total, printed, fields) in zip(_lines(doc), doc["layout"]["lines"], strict=True):
+        verbose, template = _KERAS_PRINTS[printed]
+        metrics = " - ".join(f"{k}: {_keras_number(v, verbose)}" for k, v in line.items())
+        out += [f"Epoch {step}/{total}", template(fields, metrics)]
+    return out
 
 
 def keras_fit_stdout(doc: Mapping, folder: Path) -> Path:
-    """fit.log: what `model.fit(..., verbose=2)` prints per epoch - `Epoch e/E`, then the metrics
-    (the batch counter and timings are not kept)."""
-    totals = [line[2] for line in doc["layout"]["lines"]]
-    text = "".join(f"Epoch {step}/{total}\n - " + " - ".join(f"{k}: {_keras_number(v)}" for k, v in line.items()) + "\n"
-                   for (step, line), total in zip(_lines(doc), totals, strict=True))
+    """fit.log: what `model.fit(...)` prints per epoch - `Epoch e/E`, then the epoch's closing line
+    with the batch counter and timings the writer printed around the metrics (banners, generated
+    text and mid-epoch redraws are not kept); `newline` is the file's line ending."""
+    newline = doc["layout"].get("newline", "\n")
     path = folder / "fit.log"
-    path.write_text(text)
+    with path.open("w", newline="") as fh:
+        fh.write("".join(line + newline for line in keras_fit_stdout_lines(doc)))
     return path
 
 

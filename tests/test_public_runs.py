@@ -178,6 +178,33 @@ def test_a_fresh8_file_rebuilds_with_every_point(doc: dict, tmp_path: Path) -> N
     assert _numbers_in(path, how, step_key) == sum(len(points) for points in doc["series"].values())
 
 
+# The SHA-256 of each Keras printout's `Epoch e/E` and epoch-closing lines at its cited commit (joined with
+# "\n", line endings dropped), as scripts/public_runs_keras_tokens.py prints it from the original file.
+_KERAS_ORIGINAL_EPOCH_LINES = {
+    "derekchen14__snippet_rnn__results-0508_results":
+        "ce000a546f573348ce9da6e5ac9d04070589b5f281f267c2080a991948d13a04",
+    "ttukei__twitter-language-models-about-ukraine__tcss456_nlp_finalproject-readme":
+        "2c27d0fc749e25ba92d469959e6b4e2fba889f2268b3ddd681b1339b774a13fc",
+}
+
+
+@pytest.mark.parametrize("run_id", sorted(_KERAS_ORIGINAL_EPOCH_LINES))
+def test_keras_printout_rebuilds_its_epoch_lines_exactly(run_id: str, tmp_path: Path) -> None:
+    """A Keras model.fit printout rebuilds in its writer's own print (batch counter, seconds, per-epoch
+    and per-step times around the metrics, the file's line ending): its epoch lines are the original's,
+    character for character."""
+    import hashlib
+
+    doc = next(d for d in DOCS if d["id"] == run_id)
+    data = public_runs.rebuild(doc, tmp_path).read_bytes().decode()
+    newline = doc["layout"].get("newline", "\n")
+    assert data.endswith(newline) and data.count("\n") == data.count(newline)
+    lines = data.split(newline)[:-1]
+    assert len(lines) == 2 * len(doc["layout"]["lines"])
+    digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    assert digest == _KERAS_ORIGINAL_EPOCH_LINES[run_id]
+
+
 @pytest.mark.parametrize("half", FRESH_HALVES)
 def test_an_unscored_fresh_half_is_never_judged(judged: list, half: str) -> None:
     """Until its first scoring is committed, nothing in the tests or the table runs the tool on a

@@ -4,7 +4,10 @@ parsers/textlog_patterns.py).
 keras_fit/*.log are the real stdout of keras 3.15.1 (torch backend) runs, written by
 scripts/fixtures/make_keras_fit_fixtures.py with `history.history` beside each;
 synthetic/SYNTHETIC_tfkeras2_*.log follow tf-keras 2.15.1's print format
-(scripts/fixtures/make_textlog_synthetic_keras2.py), TensorFlow being too heavy here."""
+(scripts/fixtures/make_textlog_synthetic_keras2.py), TensorFlow being too heavy here;
+synthetic/SYNTHETIC_keras208_*.log / SYNTHETIC_keras224_*.log are printed by Keras 2.0.8's
+and 2.2.4's own Progbar, driven as their ProgbarLogger does, no model trained
+(scripts/fixtures/make_textlog_synthetic_keras2x.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import shutil
 import numpy as np
 import pytest
 
+from trainproof.model import InputError
 from trainproof.parsers import detect, read_run, textlog
 from trainproof.parsers.incremental import TextlogDecoder
 
@@ -31,7 +35,7 @@ def _printed(v: float, verbose: int) -> float:
     return float(f"{v:.4f}") if big else float(f"{v:.4e}")
 
 
-def _check_history(path, expected, verbose: int, lines: int | None = None) -> None:
+def _check_history(path, expected, verbose: int, lines: int | None = None, pattern: str = "keras_fit") -> None:
     doc = json.loads(expected.read_text())
     raw = textlog.read(path)
     history = doc["history"]
@@ -40,7 +44,7 @@ def _check_history(path, expected, verbose: int, lines: int | None = None) -> No
         steps, got = raw.columns[key]
         assert steps.tolist() == [float(e) for e in range(1, doc["epochs"] + 1)], key
         np.testing.assert_array_equal(got, [_printed(v, verbose) for v in values], err_msg=key)
-    assert raw.meta["patterns"] == {"keras_fit": lines or doc["epochs"]}
+    assert raw.meta["patterns"] == {pattern: lines or doc["epochs"]}
     assert raw.meta["planned_epochs"] == doc["epochs"]
 
 
@@ -56,6 +60,41 @@ def test_keras3_fit_stdout_equals_history(name):
 def test_tf_keras2_synthetic_stdout(verbose):
     name = f"SYNTHETIC_tfkeras2_v{verbose}"
     _check_history(SYN / f"{name}.log", SYN / f"{name}.expected.json", verbose)
+
+
+@pytest.mark.parametrize(("name", "pattern"), [
+    ("keras208_v1", "keras_fit_seconds"),  # `8000/8000 [====] - 67s - loss: ...`, redrawn with \b and \r
+    ("keras208_v2", "keras_fit_seconds"),  # `67s - loss: ...`
+    ("keras224_v1", "keras_fit"),  # `8000/8000 [====] - 67s 8ms/step - loss: ...`, a line per redraw
+    ("keras224_v2", "keras_fit_seconds"),  # ` - 67s - loss: ...`
+])
+def test_keras2x_progbar_stdout_equals_history(name, pattern):
+    """Keras 2.0-2.3 close an epoch with its seconds and no per-step time; every generation's
+    closing line is one point at its epoch, equal to History as printed."""
+    path = SYN / f"SYNTHETIC_{name}.log"
+    _check_history(path, SYN / f"SYNTHETIC_{name}.expected.json", int(name[-1]), pattern=pattern)
+    assert detect(path).name == "textlog"
+
+
+def test_seconds_lines_need_an_open_epoch(tmp_path):
+    """`67s - loss: ...` alone is too plain to claim: read only inside an epoch an `Epoch N/M`
+    header opened, once; a counter (`128/128 - 5s - loss: ...`, tf.keras without the
+    `/epoch` suffix) closes an epoch by itself."""
+    bare = tmp_path / "train.log"
+    bare.write_text("67s - loss: 2.4808 - acc: 0.2275\n64s - loss: 1.7988 - acc: 0.4308\n")
+    assert detect(bare) is None
+    with pytest.raises(InputError):
+        textlog.read(bare)
+    twice = tmp_path / "twice.log"
+    twice.write_text("Epoch 1/2\n67s - loss: 2.4808\n - 3s - loss: 9.0\nEpoch 2/2\n - 64s - loss: 1.7988\n")
+    raw = textlog.read(twice)
+    assert raw.columns["loss"][0].tolist() == [1.0, 2.0]
+    assert raw.columns["loss"][1].tolist() == [2.4808, 1.7988]
+    counted = tmp_path / "tfkeras.log"
+    counted.write_text("Epoch 1/2\n128/128 - 5s - loss: 3.1494 - accuracy: 0.1463\n"
+                       "Epoch 2/2\n 64/128 - 0s - loss: 2.9 - accuracy: 0.15\n")
+    raw = textlog.read(counted)
+    assert raw.columns["accuracy"][1].tolist() == [0.1463]  # epoch 2 was cut mid-way
 
 
 def test_canonical_columns_and_notes():

@@ -258,9 +258,28 @@ def _keras_bar(m: re.Match[str], state: State) -> Hit | None:
     rest = m.group(3)
     if m.group(1) != m.group(2) or rest.endswith("\x08") or "ETA:" in rest:
         return None  # mid-epoch: a redraw, or a run cut before the epoch ended
-    values: list[tuple[str, Value]] = list(_KERAS_PAIR.findall(rest))
-    if not values:
-        return None  # model.predict's bar prints no metrics
+    return _keras_close(_KERAS_PAIR.findall(rest), state)
+
+
+# Keras 2.0-2.3 close an epoch with its seconds and no per-step time (no `/step` needle):
+# `67s - loss: ...` (2.0 verbose=2), ` - 67s - loss: ...` (2.1-2.3 verbose=2),
+# `8000/8000 [=====] - 67s - loss: ...` (2.0 verbose=1); tf.keras without `/epoch`: `128/128
+# - 5s - loss: ...`. One with no batch counter is too plain to claim alone: it is read only
+# inside an epoch an `Epoch N/M` opened (Keras 2.x prints that header for every epoch).
+_KERAS_SECONDS = re.compile(r"^(?:\s*(\d+)/(\d+)(?: \[[=>.]*\])? - | - )?\d+s( - [^\s:]+: .*)$")
+
+
+def _keras_seconds(m: re.Match[str], state: State) -> Hit | None:
+    current, target, rest = m.group(1), m.group(2), m.group(3)
+    if rest.endswith("\x08") or current != target:
+        return None  # a redraw, or mid-epoch
+    if current is None and not state.get("keras_open"):
+        return None
+    return _keras_close(_KERAS_PAIR.findall(rest), state)
+
+
+def _keras_close(values: list[tuple[str, Value]], state: State) -> Hit | None:
+    """The values of a line that closes an epoch, at that epoch's step."""
     if "keras_epoch" not in state:  # epochs=1 prints no header: the closing lines in order
         say(state, _KERAS_NOTE)
         return Hit(values)
@@ -369,6 +388,9 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("keras_fit", b"/step", re.compile(r"^\s*(\d+)/(\d+) (.*)$"), _keras_bar,
             "the N of the `Epoch N/M` before it",
             "keras keras/src/utils/progbar.py Progbar.update (tf.keras: tf_keras/src/utils/generic_utils.py)"),
+    Pattern("keras_fit_seconds", b"s - ", _KERAS_SECONDS, _keras_seconds,
+            "the N of the `Epoch N/M` before it",
+            "keras 2.0-2.3 keras/utils/generic_utils.py Progbar.update"),
     Pattern("mlx_lm", b"Iter ", re.compile(r"^\s*Iter (\d+): (.*)$"), _mlx_iter, "Iter N",
             "mlx-lm mlx_lm/tuner/trainer.py train (<= 0.31)"),
     Pattern("mlx_lm_heading", b"train_loss", re.compile(r"^\s*iter\s+train_loss\s+tok/s\s+tokens\s*$"),
