@@ -81,15 +81,15 @@ class _Tail:
 
 def _frozen_tail(values: np.ndarray, rel: float) -> _Tail:
     """The longest suffix whose range is within `rel` of its smallest magnitude, all of one
-    sign (a run of exact zeros counts: the caller leaves those to zero-loss)."""
-    i = values.size - 1
-    hi = lo = float(values[i])
-    while i > 0:
-        h, lo2 = max(hi, float(values[i - 1])), min(lo, float(values[i - 1]))
-        if h * lo2 < 0 or h - lo2 > rel * min(abs(h), abs(lo2)):
-            break
-        hi, lo, i = h, lo2, i - 1
-    return _Tail(i, float(stats.median(values[i:])), hi - lo)
+    sign (a run of exact zeros counts: the caller leaves those to zero-loss). Growing a
+    suffix only widens its range and lowers its smallest magnitude, so the suffixes that
+    qualify are exactly the first ones: counted with running extremes from the end."""
+    back = values[::-1]
+    hi, lo = np.maximum.accumulate(back), np.minimum.accumulate(back)
+    broken = (hi * lo < 0) | (hi - lo > rel * np.minimum(np.abs(hi), np.abs(lo)))
+    n = int(np.argmax(broken)) if broken.any() else values.size
+    start = values.size - n
+    return _Tail(start, float(stats.median(values[start:])), float(hi[n - 1] - lo[n - 1]))
 
 
 @check("frozen-loss", FROZEN, after="flat-loss")
