@@ -115,6 +115,13 @@ def test_one_finding_per_failure():
     assert "TP-ZERO-LOSS-ONSET" in ids and "TP-LOSS-FROZEN" not in ids
 
 
+def test_a_fall_that_freezes_is_one_finding_not_a_stuck_batch_too():
+    # 230x down, then 0.01 to the digit: no scatter because nothing changes any more
+    loss = np.r_[2.3 * np.exp(-np.arange(40) / 7.77), 0.01 + 1e-9 * (np.arange(40) % 3)]
+    ids = _ids(_generated(loss))
+    assert ids == {"TP-LOSS-FROZEN": Level.WARN}
+
+
 def test_a_short_or_noisy_tail_is_not_a_freeze():
     rng = np.random.default_rng(0)
     converged = 0.25 * np.exp(rng.normal(0, 0.002, 80))  # a fifth of a percent of scatter
