@@ -18,7 +18,7 @@ import pytest
 from trainproof.engine import judge_run
 from trainproof.model import Level, Run, Series
 from trainproof.parsers import read_run
-from trainproof.rules.frozen import loss_frozen
+from trainproof.rules.frozen import FROZEN, loss_frozen
 
 from .real_logs import fires_on, local, public
 from .test_invariance import PERTURBATIONS
@@ -120,6 +120,10 @@ def test_a_fall_that_freezes_is_one_finding_not_a_stuck_batch_too():
     loss = np.r_[2.3 * np.exp(-np.arange(40) / 7.77), 0.01 + 1e-9 * (np.arange(40) % 3)]
     ids = _ids(_generated(loss))
     assert ids == {"TP-LOSS-FROZEN": Level.WARN}
+
+
+def test_its_points_follow_its_tail():
+    assert FROZEN.t("min_points") == FROZEN.t("min_tail") + 1
 
 
 def test_a_short_or_noisy_tail_is_not_a_freeze():

@@ -53,6 +53,9 @@ FROZEN = rule(
             20, "points",
             "Twenty logging intervals in a row inside the band: a loss that merely paused, or a "
             "few lucky batches, does not hold a hundredth of a percent that long."),
+        "min_points": Threshold(
+            21, "points", "min_tail frozen points after at least one that moved: a freeze needs "
+            "a before."),
         "tail_share": Threshold(
             0.25, "of the loss points",
             "...and at least the last quarter of the log, so a run that converged in its last "
@@ -98,7 +101,7 @@ def loss_frozen(run: Run) -> list[Finding] | Skip:
     if run.get("reward") is not None:
         return Skip(SkipKind.COVERED, "a policy-gradient loss (a reward is logged) is a surrogate; "
                     "the reward is judged instead")
-    s = finite_loss(run, int(r.t("min_tail")))
+    s = finite_loss(run, int(r.t("min_points")))
     if isinstance(s, Skip):
         return s
     t = _frozen_tail(s.values, r.t("max_rel_spread"))
