@@ -16,6 +16,7 @@ from trainproof import stats
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules import evalcurve  # noqa: F401  (imported first, as the package would: keeps the catalogue's order)
 from trainproof.rules.base import Example, Threshold, check, rule
+from trainproof.rules.frozen import loss_frozen
 from trainproof.rules.gradients import G, where
 from trainproof.rules.run import positive_loss
 
@@ -237,7 +238,8 @@ STUCK_BATCH = rule(
                    note="the same fall with a fresh batch's 10 % scatter"),
     limits="Full-batch training (the whole dataset is one batch) gives the same curve and is "
     "flagged too: it is rare on a dataset worth training on, and the WARN says what was seen. "
-    "A loss that reaches exactly 0 is TP-ZERO-LOSS's and is not judged here; nor is one printed "
+    "A loss that reaches exactly 0 is TP-ZERO-LOSS's and is not judged here, a tail that repeats one "
+    "value TP-LOSS-FROZEN's; nor is one printed "
     "so rounded (HF's 4 decimals near 0.0002) that its rounding step exceeds max_noise.",
 )
 
@@ -263,6 +265,10 @@ def stuck_batch(run: Run) -> list[Finding] | Skip:
     noise = stats.log_noise_detrended(s.values[-k:])
     if fall < r.t("min_fall") or noise >= r.t("max_noise"):
         return []
+    frozen = loss_frozen(run)
+    if not isinstance(frozen, Skip) and frozen:
+        # no scatter because the loss stopped changing altogether: one finding, TP-LOSS-FROZEN's
+        return Skip(SkipKind.COVERED, "the loss's tail repeats one value: judged by frozen-loss")
     ev = run.get("eval_loss")
     ev = ev.finite_only() if ev is not None else None
     eval_note = (f"; the eval loss went from {ev.values[0]:.4g} to {ev.values[-1]:.4g}"

@@ -86,6 +86,17 @@ def _nan_filter_hint(run: Run, onset: float) -> str:
     return ""
 
 
+def printed_resolution(values: np.ndarray) -> float:
+    """The smallest loss difference the log can show, in loss units: 10**-d for a log whose
+    every non-zero value fits d <= rounded_decimals decimals (it was rounded when written),
+    else float32's resolution near 0 (a full-precision cross-entropy is quantised by
+    float32's epsilon there). TP-ZERO-LOSS-ONSET and TP-LOSS-FROZEN read a log's precision
+    here, so they agree on what a repeated or a zero value can mean."""
+    r = ZERO_LOSS_ONSET
+    d = stats.printed_decimals(values, int(r.t("rounded_decimals")))
+    return 10.0 ** -d if d <= r.t("rounded_decimals") else r.t("fp32_resolution")
+
+
 def _zero_onset_reason(run: Run, s: Series, i: int) -> str | None:
     """Why the zeros from index i on are a fault, or None when they are a converged loss
     printed at the log's precision with the eval loss in view."""
@@ -95,8 +106,7 @@ def _zero_onset_reason(run: Run, s: Series, i: int) -> str | None:
     if hint or (g is not None and not np.isfinite(g.values[g.steps >= onset]).all()):
         return hint or "grad_norm is non-finite after the onset"
     r = ZERO_LOSS_ONSET
-    d = stats.printed_decimals(s.values[:i], int(r.t("rounded_decimals")))
-    resolution = 10.0 ** -d if d <= r.t("rounded_decimals") else r.t("fp32_resolution")
+    resolution = printed_resolution(s.values[:i])
     lead = float(stats.median(np.abs(s.values[max(0, i - int(r.t("min_tail"))):i])))
     start = float(s.values[0])
     if lead > r.t("approach") * resolution or lead > r.t("fallen") * abs(start):
