@@ -218,8 +218,24 @@ def build_run(path: str, fmt: str, raw: RawLog, mapping: Mapping[str, str]) -> R
     if resumes:
         meta["resumes"] = resumes  # judged by the resume rule (rules/resume.py)
         meta["resume_counts"] = resume_counts
-    return Run(path=path, format=fmt, series=series, records=records, columns=columns,
-               notes=tuple(notes), meta=meta)
+    run = Run(path=path, format=fmt, series=series, records=records, columns=columns,
+              notes=tuple(notes), meta=meta)
+    if _may_hold_runs(run):
+        # Which runs a log holds is a judgement with declared thresholds (rules/appended.py);
+        # made here, so that every command judges the same run: the one the log ends with.
+        from trainproof.rules.appended import last_run
+
+        run = last_run(run)
+    return run
+
+
+def _may_hold_runs(run: Run) -> bool:
+    """Cheap: whether the loss curve's counter or the epoch ever went back."""
+    found = run.meta.get("resumes")
+    if isinstance(found, dict) and (found.get("loss") or found.get("eval_loss")):
+        return True
+    epoch = run.series.get("epoch")
+    return epoch is not None and epoch.values.size > 2 and bool(np.any(epoch.values[1:] < epoch.values[:-1]))
 
 
 _KEPT_BOUNDARIES = 20  # boundaries described in meta; the rest are counted (memory stays bounded)
