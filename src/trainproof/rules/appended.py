@@ -105,7 +105,7 @@ def _step_starts(run: Run, name: str, ref: bool) -> list[tuple[dict, _Start]]:
     s = run.get(name)
     found = run.meta.get("resumes")
     bounds = (found.get(name) or []) if isinstance(found, dict) and s is not None else []
-    if not bounds or s is None or s.steps.size < 2:
+    if not bounds or s is None or (ref and s.steps.size < 2):
         return []
     first, first_iv = float(s.steps[0]), _interval(s.steps, 0)
     placed = sorted(((_position(s, b), b) for b in bounds), key=lambda pb: pb[0])
@@ -113,7 +113,9 @@ def _step_starts(run: Run, name: str, ref: bool) -> list[tuple[dict, _Start]]:
     for k, (i, b) in enumerate(placed):
         end = placed[k + 1][0] if k + 1 < len(placed) else s.steps.size
         iv = _interval(s.steps, i) if i + 1 < end else None
-        if i == 0 or i >= s.steps.size or (ref and (end - i < APPENDED.t("min_run_points") or iv is None)):
+        # (a column's earlier run may be wholly replaced by the later write at its steps: its
+        # last run then starts at index 0)
+        if i >= s.steps.size or (ref and (i == 0 or end - i < APPENDED.t("min_run_points") or iv is None)):
             continue
         s0 = float(b["to"])
         if not (s0 <= first if iv is None else _at_origin(first, first_iv, s0, iv)):
