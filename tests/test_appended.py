@@ -159,3 +159,13 @@ def test_compare_reads_the_last_run_and_says_so(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "steps 0..4" in out and "run " in out and "baseline " in out
     assert out.count("this log holds 2 training runs appended") == 2
+
+
+def test_many_appended_runs_keep_the_last_and_say_at_least():
+    """Fifty runs of 8 steps: the parser describes the first and last 20 boundaries, so the
+    count is a lower bound; the run judged is still the last."""
+    run = run_from({"loss": _FALL * 50, "steps": list(range(1, 9)) * 50})
+    assert run.series["loss"].steps.tolist() == list(range(1, 9)) and run.series["loss"].values.tolist() == _FALL
+    info = _appended(judge_run(run))
+    assert info["how_many"].startswith("at least ") and "the last (step 1-8, 8 point(s))" in \
+        next(f.evidence for f in judge_run(run).findings if f.rule_id == "TP-APPENDED-RUNS")

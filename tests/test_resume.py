@@ -106,7 +106,7 @@ def test_every_step_repeated_stays_linear():
     steps = np.repeat(np.arange(n, dtype=float), 2)
     run = run_from({"loss": np.linspace(3, 1, 2 * n).tolist(), "steps": steps.tolist()})
     assert len(run.series["loss"]) == n
-    assert run.meta["resume_counts"]["loss"] == n and len(run.meta["resumes"]["loss"]) == 20
+    assert run.meta["resume_counts"]["loss"] == n and len(run.meta["resumes"]["loss"]) == 40  # first, last 20
     rep = judge_run(run)
     info = next(f for f in rep.findings if f.rule_id == "TP-RESUMED")
     assert info.values["count"] == n and f"and {n - 3} more" in info.evidence

@@ -238,7 +238,9 @@ def _may_hold_runs(run: Run) -> bool:
     return epoch is not None and epoch.values.size > 2 and bool(np.any(epoch.values[1:] < epoch.values[:-1]))
 
 
-_KEPT_BOUNDARIES = 20  # boundaries described in meta; the rest are counted (memory stays bounded)
+# Boundaries described in meta: the first and the last this many (the last say where the
+# log's final run began: rules/appended.py); the rest are counted (meta stays bounded).
+_KEPT_BOUNDARIES = 20
 
 
 def _ordered(name: str, steps: np.ndarray, values: np.ndarray) -> tuple[Series, int, int, list[dict], int]:
@@ -251,7 +253,7 @@ def _ordered(name: str, steps: np.ndarray, values: np.ndarray) -> tuple[Series, 
     before, its steps shifted to continue the count. Returns the series, how many replaced
     values differed from their replacement (identical repeats are not news), the points
     without a step, and the boundaries found (kind, the step the counter went back from and
-    to, points replaced; the first _KEPT_BOUNDARIES of them) and how many there were."""
+    to, points replaced; the first and last _KEPT_BOUNDARIES of them) and how many there were."""
     nan_steps = 0
     if np.isnan(steps).any():
         keep = ~np.isnan(steps)
@@ -300,7 +302,8 @@ def _replay(name: str, steps: np.ndarray, values: np.ndarray, starts: np.ndarray
         chunks.append((seg_s, seg_v))
     out_s = np.concatenate([c[0] for c in chunks])
     out_v = np.concatenate([c[1] for c in chunks])
-    return Series(name, out_s, out_v), differing, nan_steps, found[:_KEPT_BOUNDARIES], total
+    kept = found if len(found) <= 2 * _KEPT_BOUNDARIES else found[:_KEPT_BOUNDARIES] + found[-_KEPT_BOUNDARIES:]
+    return Series(name, out_s, out_v), differing, nan_steps, kept, total
 
 
 def _trim(chunks: list[tuple[np.ndarray, np.ndarray]], seg_s: np.ndarray, seg_v: np.ndarray) -> tuple[int, int]:

@@ -29,7 +29,7 @@ _EX_RUN = [2.0, 1.6, 1.3, 1.1, 0.95, 0.85, 0.8, 0.76]
 APPENDED = rule(
     id="TP-APPENDED-RUNS", level=Level.INFO, group=G,
     title="The log holds several training runs appended one after another: the last one was judged.",
-    evidence="{count} runs by the {counter} counter ({ranges}); judged: run {count} ({judged}), "
+    evidence="{how_many} runs by the {counter} counter ({ranges}); judged: the last ({judged}), "
     "the one the log ends with; the earlier {earlier} run(s) were not judged",
     summary="A counter that goes back to where the log's counting began (a step back to the first "
     "step, an epoch back to the first epoch) starts a new training run, not a resume: only the "
@@ -62,7 +62,9 @@ APPENDED = rule(
     "starts over while the loss carries on from where it was (TP-RESUME-REPLAY's trained "
     "weights beginning the loop again) stays joined. In a log whose step counter starts over, "
     "a column whose step restarts cannot be matched with the loss's (an eval logged in some "
-    "runs only) is left out of the judged run, with a note.",
+    "runs only) is left out of the judged run, with a note. Of a log with more than 40 counter "
+    "boundaries the parser describes the first and the last 20: the run judged is still the "
+    "last, and the count says 'at least'.",
 )
 
 _SHOWN = 4  # runs spelled out in the evidence; the count says how many there were
@@ -212,6 +214,11 @@ def _cut_by_steps(run: Run, ref: str, starts: list[tuple[dict, _Start]]) -> Run:
     shifts = [0.0, *(st.shift for _, st in starts)]
     ranges = [(a - sh, b - sh, n) for (a, b, n), sh in zip(runs, shifts, strict=True)]
     meta = _last_meta(run, ref, starts, "step", ranges)
+    counts = run.meta.get("resume_counts")
+    bounds = run.meta["resumes"][ref]  # type: ignore[index]
+    # the parser describes the first and the last boundaries of a long list: runs that began
+    # between them are not seen, so the count is a lower bound (the last run is still right)
+    meta["appended"]["at_least"] = isinstance(counts, dict) and int(counts.get(ref, 0)) > len(bounds)
     return _finish(run, series, notes, meta)
 
 
@@ -290,6 +297,7 @@ def runs_appended(run: Run) -> list[Finding] | Skip:
     ranges = info["ranges"]
     count = int(info["runs"])
     first, last, n = ranges[-1]
-    return [APPENDED.finding(Location(run.path, first), count=count, counter=info["counter"],
+    how_many = f"at least {count}" if info.get("at_least") else str(count)
+    return [APPENDED.finding(Location(run.path, first), count=count, how_many=how_many, counter=info["counter"],
                              ranges=_describe(ranges, count), judged=f"{info['counter']} {first:g}-{last:g}, "
                              f"{n} point(s)", earlier=count - 1)]
