@@ -75,7 +75,7 @@ def test_detectron2_rerun_from_scratch_is_judged_as_the_rerun():
     metrics.json: the rerun's iterations, in its own counter, and its losses."""
     lines = json.loads((Path(__file__).parent / "fixtures" / "detectron2" / "expected.json").read_text())["lines"]
     train = [d for d in lines if "total_loss" in d]
-    run = read_run(FIX / "SYNTHETIC_detectron2_appended_metrics.json")
+    run = read_run(FIX / "detectron2" / "SYNTHETIC_metrics.json")
     s = run.series["loss"]
     assert s.steps.tolist() == [d["iteration"] for d in train]
     np.testing.assert_allclose(s.values, [d["total_loss"] for d in train])
