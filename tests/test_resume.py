@@ -71,17 +71,17 @@ def test_sorted_by_step_the_restarted_run_would_fail():
 
 
 def test_a_healthy_log_with_a_restarted_counter_passes():
-    """A healthy run logged 1..40, then a counter that starts again at 1 and keeps
-    improving, without an LR column to say the loop began again on trained weights: a new
-    run at the log's origin, so the last run is judged and the split reported
-    (rules/appended.py); with the LR, TP-RESUME-REPLAY's case stays joined (above)."""
+    """A healthy run logged 1..40, then a restart whose counter starts again at 1 and
+    keeps improving: the loss carried on, so it is one run (not a new one appended,
+    rules/appended.py): one curve in log order, judged whole, with the boundary reported."""
     first = list(np.linspace(4.0, 2.0, 40))
     second = list(np.linspace(1.95, 1.5, 40))
     steps = list(range(1, 41)) * 2
     rep = judge_run(run_from({"loss": first + second, "steps": steps}))
     ids = {f.rule_id for f in rep.findings if f.level is Level.FAIL}
     assert rep.verdict.value == "PASS" and not ids
-    assert "TP-APPENDED-RUNS" in {f.rule_id for f in rep.findings}
+    assert "TP-RESUMED" in {f.rule_id for f in rep.findings}
+    assert "TP-APPENDED-RUNS" not in {f.rule_id for f in rep.findings}
 
 
 @pytest.mark.parametrize("steps,want,kinds,runs", [

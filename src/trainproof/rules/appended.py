@@ -21,7 +21,6 @@ import numpy as np
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules import resume  # noqa: F401  (registers the resume check this follows)
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.resume_integrity import _schedule_from_start, _weights_carried
 from trainproof.rules.run import G
 
 _EX_RUN = [2.0, 1.6, 1.3, 1.1, 0.95, 0.85, 0.8, 0.76]
@@ -48,6 +47,17 @@ APPENDED = rule(
             "logging intervals, starts within half an interval of where the log's counting began "
             "(its first value less its first interval): a second run that logs at another interval "
             "starts there too; a resume from a checkpoint starts a whole interval or more later."),
+        "carried": Threshold(
+            0.5, "of the loss's gain before the boundary",
+            "A step counter back at the origin while the loss kept at least half of what it had "
+            "gained since the log began is one run going on (trained weights beginning the loop "
+            "again, TP-RESUME-REPLAY's case, or a logger counting steps per epoch) and stays "
+            "joined; a new run from scratch starts near the log's first level, near 0 % of it."),
+        "edge_points": Threshold(
+            3, "points",
+            "Each level (the log's start, the end of the stretch before the boundary, the start of "
+            "the one after) is the median of this many points: the smallest window with a majority, "
+            "so that short appended runs are measured on their own points."),
         "min_run_points": Threshold(
             2, "points",
             "A stretch after such a boundary is a run of its own only with two points or more: one "
@@ -58,9 +68,11 @@ APPENDED = rule(
     passes=Example({"loss": [*_EX_RUN, 0.8, 0.76, 0.74, 0.72], "steps": [*range(1, 9), 7, 8, 9, 10]},
                    note="a run resumed from its checkpoint at step 6: the overlap written again"),
     limits="Only a counter going back to the log's origin is a new run: a re-run resumed from "
-    "the very first checkpoint, logging once per checkpoint, looks like one. A counter that "
-    "starts over while the loss carries on from where it was (TP-RESUME-REPLAY's trained "
-    "weights beginning the loop again) stays joined. In a log whose step counter starts over, "
+    "the very first checkpoint, logging once per checkpoint, looks like one. A step counter "
+    "that starts over while the loss carries on from where it was - trained weights beginning "
+    "the loop again (TP-RESUME-REPLAY's case), a logger that counts steps per epoch - is one "
+    "run and stays joined (TP-RESUMED says where); so is a new run that starts where the "
+    "last one ended. In a log whose step counter starts over, "
     "a column whose step restarts cannot be matched with the loss's (an eval logged in some "
     "runs only) is left out of the judged run, with a note. Of a log with more than 40 counter "
     "boundaries the parser describes the first and the last 20: the run judged is still the "
@@ -122,17 +134,28 @@ def _step_starts(run: Run, name: str, ref: bool) -> list[tuple[dict, _Start]]:
         s0 = float(b["to"])
         if not (s0 <= first if iv is None else _at_origin(first, first_iv, s0, iv)):
             continue
-        if ref and b["kind"] == "restart" and _loop_replayed(run, b):
-            continue  # trained weights began the loop again: TP-RESUME-REPLAY's, kept joined
+        if ref and b["kind"] == "restart" and _carried_on(s, i, placed[k - 1][0] if k else 0):
+            # the loss carried on from where it was: trained weights began the loop again
+            # (TP-RESUME-REPLAY's case) or a logger counts per epoch - one run, kept joined
+            continue
         out.append((b, _Start(i, float(s.steps[i]) - s0)))
     return out
 
 
-def _loop_replayed(run: Run, b: dict) -> bool:
-    """Whether TP-RESUME-REPLAY reads the restart `b` as trained weights beginning the loop
-    again (the loss carried on, the LR schedule began again): not a new run."""
-    lr = run.get("lr")
-    return lr is not None and _weights_carried(run, b) and _schedule_from_start(lr, b)
+def _carried_on(s: Series, i: int, prev: int) -> bool:
+    """Whether the loss after the boundary at index `i` carried on from where the stretch
+    before it (from index `prev`) ended, rather than starting again near the log's first
+    level: medians of the edge_points points on each side and at the log's start, so the
+    levels are the runs' own even when the runs are short."""
+    m = int(APPENDED.t("edge_points"))
+    v = s.values
+    if i - prev < m or v.size - i < m or i < m:
+        return False
+    start, before, after = (float(np.median(v[a:a + m])) for a in (0, i - m, i))
+    gain = start - before
+    if not np.isfinite(start + before + after) or gain <= 0:
+        return False  # no gain before the boundary: nothing to carry on; the counter decides
+    return (start - after) / gain >= APPENDED.t("carried")
 
 
 def _key(b: dict) -> tuple:
