@@ -149,8 +149,8 @@ def _carried_on(s: Series, i: int, prev: int) -> bool:
     levels are the runs' own even when the runs are short."""
     m = int(APPENDED.t("edge_points"))
     v = s.values
-    if i - prev < m or v.size - i < m or i < m:
-        return False
+    if i - prev < m or v.size - i < m or i < 2 * m:
+        return False  # the levels need points of their own: too short to say, the counter decides
     start, before, after = (float(np.median(v[a:a + m])) for a in (0, i - m, i))
     gain = start - before
     if not np.isfinite(start + before + after) or gain <= 0:
