@@ -121,8 +121,23 @@ def test_a_new_run_starts_at_the_origin_a_resume_at_its_checkpoint(steps, runs, 
 def test_an_epoch_back_to_a_checkpoint_is_a_resume():
     """Rows in order, the epoch back from 1.6 to 1.0 (a checkpoint), logged every 0.2."""
     epoch = [0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.0, 1.2, 1.4]
-    run = run_from({"loss": (_FALL + _FALL)[:11], "epoch": epoch})
+    run = run_from({"loss": (_FALL + _FALL)[:11], "epoch": epoch, "steps": list(range(11))})
     assert "appended" not in run.meta and len(run.series["loss"]) == 11
+
+
+def test_an_epoch_back_at_its_origin_splits_rows_but_not_a_counted_step():
+    """The same epoch back at 0.2: rows numbered in order hold a new run; a log whose step
+    column counts on (a trainer_state.json's global step) went on with its weights."""
+    from trainproof.parsers import build_run
+    from trainproof.parsers.base import RawLog
+
+    epoch = [0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 0.2, 0.4, 0.6]
+    s = np.arange(11, dtype=float)
+    cols = {"loss": (s, np.asarray((_FALL + _FALL)[:11])), "epoch": (s, np.asarray(epoch))}
+    rows = build_run("x.csv", "example", RawLog(dict(cols), 11), {})
+    assert rows.meta["appended"]["runs"] == 2 and rows.series["loss"].steps.tolist() == [0, 1, 2]
+    counted = build_run("x.json", "example", RawLog(dict(cols), 11, step_column="step"), {})
+    assert "appended" not in counted.meta and len(counted.series["loss"]) == 11
 
 
 def test_an_evaluation_at_the_end_of_each_run_is_split_with_it():

@@ -223,9 +223,10 @@ def build_run(path: str, fmt: str, raw: RawLog, mapping: Mapping[str, str]) -> R
     if _may_hold_runs(run):
         # Which runs a log holds is a judgement with declared thresholds (rules/appended.py);
         # made here, so that every command judges the same run: the one the log ends with.
+        # An epoch that goes back says so only where no step column numbers the rows.
         from trainproof.rules.appended import last_run
 
-        run = last_run(run)
+        run = last_run(run, by_epoch=raw.step_column is None)
     return run
 
 

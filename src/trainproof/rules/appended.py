@@ -202,9 +202,13 @@ def _ranges(values: np.ndarray, starts: list[int]) -> list[tuple[float, float, i
     return [(float(values[a]), float(values[b - 1]), b - a) for a, b in itertools.pairwise(edges)]
 
 
-def last_run(run: Run) -> Run:
+def last_run(run: Run, by_epoch: bool = True) -> Run:
     """`run` cut to the last of the training runs appended in its log, with the split
-    described in meta["appended"] and a note; `run` itself when it holds one run."""
+    described in meta["appended"] and a note; `run` itself when it holds one run.
+    `by_epoch`: the steps are the log's own row order (no step column), so an epoch back at
+    its origin while they go on is a new run; where a step column counts on (a
+    trainer_state.json's global step), the weights went on with it and the epoch alone
+    does not split the log."""
     ref = "loss" if run.get("loss") is not None else "eval_loss" if run.get("eval_loss") is not None else None
     if ref is None:
         return run
@@ -214,7 +218,7 @@ def last_run(run: Run) -> Run:
         # back with it, is not asked again (a loop replayed on trained weights stays joined).
         starts = _step_starts(run, ref, ref=True)
         return _cut_by_steps(run, ref, starts) if starts else run
-    epochs = _epoch_starts(run)
+    epochs = _epoch_starts(run) if by_epoch else []
     if epochs:
         return _cut_by_epoch(run, epochs)
     return run
