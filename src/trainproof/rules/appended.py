@@ -176,24 +176,32 @@ def _starts_for(run: Run, name: str, ref: str, starts: list[tuple[dict, _Start]]
     return mine if len(mine) == len(starts) else None
 
 
-def _epoch_starts(run: Run) -> list[int]:
+def _epoch_starts(run: Run) -> np.ndarray:
     """Indices in the epoch series where the epoch went back to the origin while the rows
-    (the step counter) went on."""
+    (the step counter) went on. Vectorised: a hostile epoch column may go back every row."""
     e = run.get("epoch")
     if e is None or e.values.size < 3:
-        return []
+        return np.empty(0, dtype=np.int64)
     v = e.values
     back = np.flatnonzero(v[1:] < v[:-1]) + 1
     if back.size == 0:
-        return []
+        return back
+    ends = np.append(back[1:], v.size)
+    iv = v[np.minimum(back + 1, v.size - 1)] - v[back]  # each stretch's own logging interval
     first, first_iv = float(v[0]), _interval(v, 0)
-    ends = [*back.tolist()[1:], v.size]
-    out = []
-    for i, end in zip(back.tolist(), ends, strict=True):
-        iv = _interval(v, i)
-        if end - i >= APPENDED.t("min_run_points") and iv is not None and _at_origin(first, first_iv, float(v[i]), iv):
-            out.append(i)
-    return out
+    origin = first - (first_iv if first_iv is not None else iv)
+    tol = APPENDED.t("origin_tol")
+    at = (v[back] <= first) | (v[back] - iv <= origin + tol * iv)
+    return back[(ends - back >= APPENDED.t("min_run_points")) & (iv > 0) & at]
+
+
+def _epoch_ranges(values: np.ndarray, starts: np.ndarray) -> tuple[list[tuple[float, float, int]], int]:
+    """_ranges of the first and last _KEPT // 2 runs only, and how many runs there are."""
+    edges = np.concatenate([[0], starts, [values.size]]).astype(np.int64)
+    n = edges.size - 1
+    pick = range(n) if n <= _KEPT else [*range(_KEPT // 2), *range(n - _KEPT // 2, n)]
+    return [(float(values[edges[k]]), float(values[edges[k + 1] - 1]), int(edges[k + 1] - edges[k]))
+            for k in pick], n
 
 
 def _ranges(values: np.ndarray, starts: list[int]) -> list[tuple[float, float, int]]:
@@ -218,8 +226,8 @@ def last_run(run: Run, by_epoch: bool = True) -> Run:
         # back with it, is not asked again (a loop replayed on trained weights stays joined).
         starts = _step_starts(run, ref, ref=True)
         return _cut_by_steps(run, ref, starts) if starts else run
-    epochs = _epoch_starts(run) if by_epoch else []
-    if epochs:
+    epochs = _epoch_starts(run) if by_epoch else np.empty(0, dtype=np.int64)
+    if epochs.size:
         return _cut_by_epoch(run, epochs)
     return run
 
@@ -249,7 +257,7 @@ def _cut_by_steps(run: Run, ref: str, starts: list[tuple[dict, _Start]]) -> Run:
     return _finish(run, series, notes, meta)
 
 
-def _cut_by_epoch(run: Run, starts: list[int]) -> Run:
+def _cut_by_epoch(run: Run, starts: np.ndarray) -> Run:
     e = run.series["epoch"]
     at = float(e.steps[starts[-1]])
     shift = at - min(float(s.steps[0]) for s in run.series.values() if len(s))
@@ -257,16 +265,18 @@ def _cut_by_epoch(run: Run, starts: list[int]) -> Run:
     for name, c in run.series.items():
         k = int(np.searchsorted(c.steps, at, side="left"))
         series[name] = Series(name, c.steps[k:] - shift, c.values[k:])
-    meta = _last_meta(run, "epoch", [], "epoch", _ranges(e.values, starts), at=at, shift=shift)
+    ranges, count = _epoch_ranges(e.values, starts)
+    meta = _last_meta(run, "epoch", [], "epoch", ranges, at=at, shift=shift, count=count)
     return _finish(run, series, list(run.notes), meta)
 
 
 def _last_meta(run: Run, ref: str, starts: list[tuple[dict, _Start]], counter: str,
-               ranges: list[tuple[float, float, int]], at: float | None = None, shift: float = 0.0) -> dict:
+               ranges: list[tuple[float, float, int]], at: float | None = None, shift: float = 0.0,
+               count: int | None = None) -> dict:
     """The Run's meta for its last run: the split described, and only the resume boundaries
     that lie inside the last run, their joined steps moved into its own counter."""
     meta = dict(run.meta)
-    meta["appended"] = {"runs": len(ranges), "counter": counter,
+    meta["appended"] = {"runs": len(ranges) if count is None else count, "counter": counter,
                         "ranges": ranges[:_KEPT // 2] + ranges[max(_KEPT // 2, len(ranges) - _KEPT // 2):]}
     found = run.meta.get("resumes")
     if not isinstance(found, dict):
