@@ -58,7 +58,7 @@ APPENDED = rule(
             "Each level (the log's start, the end of the stretch before the boundary, the start of "
             "the one after) is the median of this many points: the smallest window with a majority, "
             "so that short appended runs are measured on their own points."),
-        "min_run_points": Threshold(
+        "min_points": Threshold(
             2, "points",
             "A stretch after such a boundary is a run of its own only with two points or more: one "
             "point has no logging interval to place it by, and is left joined to the run before it."),
@@ -114,7 +114,7 @@ def _position(s: Series, b: dict) -> int:
 
 def _step_starts(run: Run, name: str, ref: bool) -> list[tuple[dict, _Start]]:
     """The boundaries of series `name` where its step counter went back to the origin. The
-    reference curve's stretches need min_run_points and a logging interval; another
+    reference curve's stretches need min_points and a logging interval; another
     column's may be one point (an evaluation at the end of each run) back at its first step."""
     s = run.get(name)
     found = run.meta.get("resumes")
@@ -129,7 +129,7 @@ def _step_starts(run: Run, name: str, ref: bool) -> list[tuple[dict, _Start]]:
         iv = _interval(s.steps, i) if i + 1 < end else None
         # (a column's earlier run may be wholly replaced by the later write at its steps: its
         # last run then starts at index 0)
-        if i >= s.steps.size or (ref and (i == 0 or end - i < APPENDED.t("min_run_points") or iv is None)):
+        if i >= s.steps.size or (ref and (i == 0 or end - i < APPENDED.t("min_points") or iv is None)):
             continue
         s0 = float(b["to"])
         if not (s0 <= first if iv is None else _at_origin(first, first_iv, s0, iv)):
@@ -192,7 +192,7 @@ def _epoch_starts(run: Run) -> np.ndarray:
     origin = first - (first_iv if first_iv is not None else iv)
     tol = APPENDED.t("origin_tol")
     at = (v[back] <= first) | (v[back] - iv <= origin + tol * iv)
-    return back[(ends - back >= APPENDED.t("min_run_points")) & (iv > 0) & at]
+    return back[(ends - back >= APPENDED.t("min_points")) & (iv > 0) & at]
 
 
 def _epoch_ranges(values: np.ndarray, starts: np.ndarray) -> tuple[list[tuple[float, float, int]], int]:
