@@ -25,8 +25,11 @@ sys.modules["public_invariance"] = pi
 _spec.loader.exec_module(pi)
 
 # Judgements (verdict or FAIL set) that move, of 3,795: 80 on the lead's first sweep, 67 after
-# the fixes that came with this test. A rule change that moves more must say why here.
-MAX_MOVES = 70
+# the fixes that came with this test. With fresh7 and fresh8 in the sweep (4,631 judgements)
+# 99 moved, 23 of them to or from FAIL; a log of appended runs judged as its last run
+# (rules/appended.py) took that to 83 of 4,598 (three runs' last run is under the sweep's 8
+# points), 13 to or from FAIL. A rule change that moves more must say why here.
+MAX_MOVES = 83
 
 
 @pytest.fixture(scope="module")

@@ -72,7 +72,8 @@ def test_sorted_by_step_the_restarted_run_would_fail():
 
 def test_a_healthy_log_with_a_restarted_counter_passes():
     """A healthy run logged 1..40, then a restart whose counter starts again at 1 and
-    keeps improving: one curve in log order, judged whole, with the boundary reported."""
+    keeps improving: the loss carried on, so it is one run (not a new one appended,
+    rules/appended.py): one curve in log order, judged whole, with the boundary reported."""
     first = list(np.linspace(4.0, 2.0, 40))
     second = list(np.linspace(1.95, 1.5, 40))
     steps = list(range(1, 41)) * 2
@@ -80,18 +81,23 @@ def test_a_healthy_log_with_a_restarted_counter_passes():
     ids = {f.rule_id for f in rep.findings if f.level is Level.FAIL}
     assert rep.verdict.value == "PASS" and not ids
     assert "TP-RESUMED" in {f.rule_id for f in rep.findings}
+    assert "TP-APPENDED-RUNS" not in {f.rule_id for f in rep.findings}
 
 
-@pytest.mark.parametrize("steps,want,kinds", [
-    ([1, 2, 3, 2, 3, 4], [1, 2, 3, 4], ["resume"]),       # overlap: later write wins
-    ([1, 2, 3, 3, 4], [1, 2, 3, 4], ["resume"]),          # a step repeated once
-    ([5, 6, 7, 0, 1], [5, 6, 7, 8, 9], ["restart"]),      # counter back below the start
-    ([-3, -2, -1, -3, -2], [-3, -2, -1, 0, 1], ["restart"]),  # negative steps keep log order
+@pytest.mark.parametrize("steps,want,kinds,runs", [
+    ([1, 2, 3, 2, 3, 4], [1, 2, 3, 4], ["resume"], 1),       # overlap: later write wins
+    ([1, 2, 3, 3, 4], [1, 2, 3, 4], ["resume"], 1),          # a step repeated once
+    ([5, 6, 7, 0, 1], [0, 1], [], 2),                        # counter back below the start: a new run
+    ([-3, -2, -1, -3, -2], [-3, -2], [], 2),                 # negative steps keep log order
+    ([5, 6, 7, 0], [5, 6, 7, 8], ["restart"], 1),            # one point is no run of its own: joined
 ])
-def test_boundaries(steps, want, kinds):
+def test_boundaries(steps, want, kinds, runs):
+    """The parser keeps log order; a counter back at the log's origin starts a new run,
+    of which the last is kept (rules/appended.py)."""
     run = run_from({"loss": [float(i) + 1 for i in range(len(steps))], "steps": steps})
     assert run.series["loss"].steps.tolist() == want
-    assert [b["kind"] for b in run.meta["resumes"]["loss"]] == kinds
+    assert [b["kind"] for b in run.meta.get("resumes", {}).get("loss", [])] == kinds
+    assert run.meta.get("appended", {"runs": 1})["runs"] == runs
 
 
 def test_every_step_repeated_stays_linear():
@@ -100,7 +106,7 @@ def test_every_step_repeated_stays_linear():
     steps = np.repeat(np.arange(n, dtype=float), 2)
     run = run_from({"loss": np.linspace(3, 1, 2 * n).tolist(), "steps": steps.tolist()})
     assert len(run.series["loss"]) == n
-    assert run.meta["resume_counts"]["loss"] == n and len(run.meta["resumes"]["loss"]) == 20
+    assert run.meta["resume_counts"]["loss"] == n and len(run.meta["resumes"]["loss"]) == 40  # first, last 20
     rep = judge_run(run)
     info = next(f for f in rep.findings if f.rule_id == "TP-RESUMED")
     assert info.values["count"] == n and f"and {n - 3} more" in info.evidence

@@ -168,13 +168,21 @@ def judge_pair(pair: Pair, baseline_report: Report | Sequence[Report] | None = N
     """Compare findings for one run against the baseline (or each of several), with the
     compare statement."""
     base = dict(subject=pair.run.path, format=pair.run.format, records=pair.run.records,
-                span=pair.run.step_span, kind="compare")
+                span=pair.run.step_span, kind="compare", notes=_appended_notes(pair))
     out = pair_outcome(pair, baseline_report)
     st = statement_for("compare")
     said = state(st, out.findings, out.ran, out.skipped, bool(out.ran), st.values(pair), st.where(pair))
     findings = out.findings + ([said] if said is not None else [])
     return Report(findings=tuple(findings), ran=tuple(out.ran), skipped=out.skipped,
                   curves=pair_curves(pair, findings), ignored=tuple(out.ignored), **base)
+
+
+def _appended_notes(pair: Pair) -> tuple[str, ...]:
+    """A compare report says when a side was a log of several appended runs, of which its
+    last was compared (rules/appended.py; the single-run report gives the finding)."""
+    sides = [("run", pair.run), *(("baseline", b) for b in pair.baselines)]
+    return tuple(f"{side} {r.path}: {n}" for side, r in sides for n in r.notes
+                 if isinstance(r.meta.get("appended"), dict) and n.startswith("this log holds"))
 
 
 def pair_curves(pair: Pair, findings: Sequence[Finding]) -> dict[str, tuple[tuple[float, ...], tuple[float, ...]]]:

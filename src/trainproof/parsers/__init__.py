@@ -218,11 +218,30 @@ def build_run(path: str, fmt: str, raw: RawLog, mapping: Mapping[str, str]) -> R
     if resumes:
         meta["resumes"] = resumes  # judged by the resume rule (rules/resume.py)
         meta["resume_counts"] = resume_counts
-    return Run(path=path, format=fmt, series=series, records=records, columns=columns,
-               notes=tuple(notes), meta=meta)
+    run = Run(path=path, format=fmt, series=series, records=records, columns=columns,
+              notes=tuple(notes), meta=meta)
+    if _may_hold_runs(run):
+        # Which runs a log holds is a judgement with declared thresholds (rules/appended.py);
+        # made here, so that every command judges the same run: the one the log ends with.
+        # An epoch that goes back says so only where no step column numbers the rows.
+        from trainproof.rules.appended import last_run
+
+        run = last_run(run, by_epoch=raw.step_column is None)
+    return run
 
 
-_KEPT_BOUNDARIES = 20  # boundaries described in meta; the rest are counted (memory stays bounded)
+def _may_hold_runs(run: Run) -> bool:
+    """Cheap: whether the loss curve's counter or the epoch ever went back."""
+    found = run.meta.get("resumes")
+    if isinstance(found, dict) and (found.get("loss") or found.get("eval_loss")):
+        return True
+    epoch = run.series.get("epoch")
+    return epoch is not None and epoch.values.size > 2 and bool(np.any(epoch.values[1:] < epoch.values[:-1]))
+
+
+# Boundaries described in meta: the first and the last this many (the last say where the
+# log's final run began: rules/appended.py); the rest are counted (meta stays bounded).
+_KEPT_BOUNDARIES = 20
 
 
 def _ordered(name: str, steps: np.ndarray, values: np.ndarray) -> tuple[Series, int, int, list[dict], int]:
@@ -235,7 +254,7 @@ def _ordered(name: str, steps: np.ndarray, values: np.ndarray) -> tuple[Series, 
     before, its steps shifted to continue the count. Returns the series, how many replaced
     values differed from their replacement (identical repeats are not news), the points
     without a step, and the boundaries found (kind, the step the counter went back from and
-    to, points replaced; the first _KEPT_BOUNDARIES of them) and how many there were."""
+    to, points replaced; the first and last _KEPT_BOUNDARIES of them) and how many there were."""
     nan_steps = 0
     if np.isnan(steps).any():
         keep = ~np.isnan(steps)
@@ -284,7 +303,8 @@ def _replay(name: str, steps: np.ndarray, values: np.ndarray, starts: np.ndarray
         chunks.append((seg_s, seg_v))
     out_s = np.concatenate([c[0] for c in chunks])
     out_v = np.concatenate([c[1] for c in chunks])
-    return Series(name, out_s, out_v), differing, nan_steps, found[:_KEPT_BOUNDARIES], total
+    kept = found if len(found) <= 2 * _KEPT_BOUNDARIES else found[:_KEPT_BOUNDARIES] + found[-_KEPT_BOUNDARIES:]
+    return Series(name, out_s, out_v), differing, nan_steps, kept, total
 
 
 def _trim(chunks: list[tuple[np.ndarray, np.ndarray]], seg_s: np.ndarray, seg_v: np.ndarray) -> tuple[int, int]:

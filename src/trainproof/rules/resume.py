@@ -2,7 +2,9 @@
 (parsers/__init__._ordered): an overlap a resumed run writes again is replaced by the
 later write, a counter restarted at or below the log's first step is continued after
 what came before. This rule reports what was found, so a reader knows the curve was
-joined; it never changes a verdict."""
+joined; it never changes a verdict. A counter back at the log's origin usually starts a
+new run instead: the log is then cut to its last run (rules/appended.py) before any rule
+sees it."""
 
 from __future__ import annotations
 
@@ -22,10 +24,13 @@ RESUMED = rule(
     fix="Nothing to fix when the run was resumed on purpose; if two different runs share one "
     "log file, give each its own file.",
     thresholds={"min_points": Threshold(2, "points", "A step and a later one that goes back.")},
-    fires=Example({"loss": [2.0, 1.8, 1.7, 1.6], "steps": [1, 2, 1, 2]}),
+    fires=Example({"loss": [2.0, 1.8, 1.7, 1.75, 1.6], "steps": [1, 2, 3, 2, 3]},
+                  note="resumed from a checkpoint at step 1: steps 2 and 3 written again"),
     passes=Example({"loss": [2.0, 1.8, 1.7, 1.6]}),
-    limits="A second run from scratch appended to the same file is joined after the first, "
-    "like a resume that restarted its counter; the finding says where, the curve shows which.",
+    limits="A counter back at the log's origin is a new run, not a resume: the last run is "
+    "judged alone and TP-APPENDED-RUNS says so (rules/appended.py); only where the loss "
+    "carried on and the schedule began again (TP-RESUME-REPLAY) does such a restart stay joined "
+    "and show here.",
 )
 
 _SHOWN = 3  # boundaries spelled out in the evidence; the count says how many there were
