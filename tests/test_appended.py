@@ -184,3 +184,19 @@ def test_many_appended_runs_keep_the_last_and_say_at_least():
     info = _appended(judge_run(run))
     assert info["how_many"].startswith("at least ") and "the last (step 1-8, 8 point(s))" in \
         next(f.evidence for f in judge_run(run).findings if f.rule_id == "TP-APPENDED-RUNS")
+
+
+def test_keras_fit_stdout_of_two_fits_is_judged_as_the_second(tmp_path):
+    """`python train.py >> train.log` twice: two real Keras 3 model.fit printouts (the hot-LR
+    run, then the healthy one) in one file. The step counts on across fits; the printed
+    `Epoch N` starts over, so the healthy fit alone is judged, equal to its History as printed."""
+    keras = Path(__file__).parent / "fixtures" / "textlog" / "keras_fit"
+    log = tmp_path / "train.log"
+    log.write_bytes((keras / "hot_v2.log").read_bytes() + (keras / "healthy_v2.log").read_bytes())
+    want = json.loads((keras / "healthy_v2.expected.json").read_text())["history"]
+    run = read_run(log)
+    assert run.meta["appended"]["runs"] == 2
+    np.testing.assert_allclose(run.series["loss"].values, want["loss"], rtol=1e-3)
+    rep = judge_run(run)
+    assert rep.verdict.value == "PASS" and _appended(rep)["count"] == 2
+    assert judge_run(read_run(keras / "hot_v2.log")).verdict.value == "FAIL"  # the first fit alone

@@ -39,7 +39,8 @@ def _check_history(path, expected, verbose: int, lines: int | None = None, patte
     doc = json.loads(expected.read_text())
     raw = textlog.read(path)
     history = doc["history"]
-    assert set(raw.columns) == set(history)
+    assert set(raw.columns) == {*history, "epoch"}  # the printed `Epoch N` kept as the epoch column
+    assert raw.columns["epoch"][1].tolist() == [float(e) for e in range(1, doc["epochs"] + 1)]
     for key, values in history.items():
         steps, got = raw.columns[key]
         assert steps.tolist() == [float(e) for e in range(1, doc["epochs"] + 1)], key

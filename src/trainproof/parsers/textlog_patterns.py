@@ -297,7 +297,10 @@ def _keras_close(values: list[tuple[str, Value]], state: State) -> Hit | None:
     state["keras_open"], state["keras_keys"] = False, {k for k, _ in values}
     step = state["keras_step"] = state.get("keras_base", 0) + state["keras_epoch"]
     say(state, _KERAS_NOTE)
-    return Hit(values, float(step))
+    # The printed epoch is kept as the epoch column (epochs completed, as HF logs it): a second
+    # fit() in the same output starts it at 1 again, which is how a file of several fits shows
+    # its runs (rules/appended.py judges the last) while the step counts on.
+    return Hit([*values, ("epoch", float(state["keras_epoch"]))], float(step))
 
 
 # --- mlx-lm fine-tuning (mlx_lm.lora / mlx_lm.tuner.trainer) ------------------------------
