@@ -18,7 +18,10 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
 - TP-DIVERGE, TP-ZERO-LOSS, TP-PRIOR-ONLY, TP-OVERFIT, TP-EVAL-DIVERGE, TP-EVAL-NEVER-BETTER:
   all eight halves, fresh6 included (changed after the perturbation sweep of
   scripts/public_invariance.py, which judges every shown half logged otherwise).
-fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of these.
+- TP-APPENDED-RUNS, TP-LOSS-FROZEN, TP-DEAD-RUN's witness_recovered: all ten halves (added or
+  changed after fresh7's and fresh8's first scorings).
+fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
+earlier changes.
 """
 
 from __future__ import annotations
@@ -140,17 +143,6 @@ def intro(n: Counter) -> list[str]:
         *([f"The sixth fresh half ({n['fresh6']} runs from yet other repositories, public_runs/fresh6/) was "
            "labelled and its labels committed (ba57959) before the tool ran on any of its runs; its first "
            "scoring is kept verbatim in `public_runs/fresh6_first_scoring.txt`.", ""] if n["fresh6"] else []),
-        *([f"The seventh and eighth fresh halves are the first from writers other than HF and LLaMA-Factory: "
-           f"fresh7 ({n['fresh7']} runs: Lightning `metrics.csv`, Keras `CSVLogger`, Ultralytics `results.csv`) and "
-           f"fresh8 ({n['fresh8']} runs: Detectron2 `metrics.json`, Keras History JSON and `model.fit` printouts, "
-           "MMEngine `scalars.json`, ms-swift, HF Trainer stdout, nanoGPT), from repositories no earlier half "
-           "holds. Each was labelled and its labels committed (3c9fcc2; 272af94, 675539d) before the tool ran on "
-           "any of its runs; both were scored once, at 1121163, after every rule and reader change made before "
-           "it (one of them prompted by a collector's note, not by a verdict: a Keras `CSVLogger` file named "
-           "`training.log`, as Keras documents it, was refused as a text log), and those first scorings are kept "
-           "verbatim in `public_runs/fresh7_first_scoring.txt` and `public_runs/fresh8_first_scoring.txt`, "
-           "their misses reviewed in `public_runs/fresh7_review.json` and `fresh8_review.json`.", ""]
-          if n["fresh7"] or n["fresh8"] else []),
         "Changed after every shown half was judged logged otherwise (scripts/public_invariance.py: cut "
         "short, halved, HF's doubled interval, other units, shifted steps; the section below; before/after "
         "in `public_runs/invariance_before_after.txt`): TP-DIVERGE's give-back is measured between an end "
@@ -162,4 +154,25 @@ def intro(n: Counter) -> list[str]:
         "TP-PRIOR-ONLY, TP-OVERFIT, TP-EVAL-DIVERGE and TP-EVAL-NEVER-BETTER. One verdict moves: "
         "fresh's anda-researchers (labelled WARN, overfits), PASS -> WARN by TP-EVAL-NEVER-BETTER.",
         "",
+        *([f"The seventh and eighth fresh halves are the first from writers other than HF and LLaMA-Factory: "
+           f"fresh7 ({n['fresh7']} runs: Lightning `metrics.csv`, Keras `CSVLogger`, Ultralytics `results.csv`) and "
+           f"fresh8 ({n['fresh8']} runs: Detectron2 `metrics.json`, Keras History JSON and `model.fit` printouts, "
+           "MMEngine `scalars.json`, ms-swift, HF Trainer stdout, nanoGPT), from repositories no earlier half "
+           "holds. Each was labelled and its labels committed (3c9fcc2; 272af94, 675539d) before the tool ran on "
+           "any of its runs; both were scored once, at 1121163, after every rule and reader change made before "
+           "it (one of them prompted by a collector's note, not by a verdict: a Keras `CSVLogger` file named "
+           "`training.log`, as Keras documents it, was refused as a text log), and those first scorings are kept "
+           "verbatim in `public_runs/fresh7_first_scoring.txt` and `public_runs/fresh8_first_scoring.txt`, "
+           "their misses reviewed in `public_runs/fresh7_review.json` and `fresh8_review.json`. Changed after "
+           "those scorings, so all ten halves are in-sample for them (before/after on every half in "
+           "`public_runs/appended_before_after.txt`, `frozen_before_after.txt`, `keras_epoch_before_after.txt`): "
+           "a log holding several runs appended one after another (a counter back at its origin: Keras "
+           "`CSVLogger(append=True)`, two Trainer runs in one stdout, Detectron2 reruns, several `fit()` "
+           "printouts) is judged as its last run and says so (TP-APPENDED-RUNS, INFO) - fresh7's akshatsharma5 "
+           "and fresh8's eshaubale, brunaelizer and two Keras printouts FAIL -> PASS, 12tqian FAIL -> PASS (an "
+           "under-call of its WARN); a loss whose tail stops changing to the digits the log prints, after "
+           "moving, is TP-LOSS-FROZEN (WARN) - fresh7's diogoferreira7 PASS -> WARN; and TP-DEAD-RUN's eval "
+           "witness counts after a climb when the eval loss ended 10 % below the train loss's first point "
+           "(no verdict moves on a full log).", ""]
+          if n["fresh7"] or n["fresh8"] else []),
     ]
