@@ -34,6 +34,8 @@ COMMAND_LINE = "command line"
 
 @dataclass(frozen=True)
 class PathIgnore:
+    """A per-path ignore from the configuration: these rules, on files the pattern matches."""
+
     pattern: str  # as written
     rules: tuple[str, ...]  # rule IDs or prefixes
     reason: str

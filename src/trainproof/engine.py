@@ -27,6 +27,8 @@ _BLOCKS_PASS = (Level.FAIL, Level.WARN, Level.NOT_CHECKED)
 
 @dataclass
 class Outcome:
+    """What applying one group's checks gave: findings, and which checks ran or were skipped."""
+
     findings: list[Finding] = field(default_factory=list)
     ran: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)

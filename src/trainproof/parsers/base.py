@@ -23,6 +23,8 @@ from trainproof.parsers.stores import Store
 
 @dataclass
 class RawLog:
+    """What a reader measured: raw columns name -> (steps, values), before mapping."""
+
     columns: dict[str, tuple[np.ndarray, np.ndarray]]
     records: int
     notes: list[str] = field(default_factory=list)
@@ -171,6 +173,8 @@ HEAD = 8192  # bytes a sniff sees unless its format asks for more
 
 @dataclass(frozen=True)
 class Format:
+    """One log format in the registry: how to recognise it and how to read it."""
+
     name: str
     sniff: Sniff  # (file name, first KiBs) -> is this mine?
     read: Read

@@ -20,6 +20,8 @@ _INIT_KEYS = ("initializer_range", "init_std")
 
 @dataclass(frozen=True)
 class Vocabulary:
+    """The size of the softmax the loss is taken over, and where that size came from."""
+
     size: int  # classes the loss is a softmax over
     kind: str  # "tokens" (an LM vocabulary), "labels" (a classifier's), "classes" (--vocab-size: either)
     source: str  # where `size` came from, as the evidence names it
