@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 FILES = ("trainproof.toml", "pyproject.toml")  # looked for in this order in each directory
 KEYS = ("select", "extend-select", "ignore", "severity", "thresholds", "per-path-ignores")
@@ -32,8 +32,7 @@ DEFAULT = "default"
 COMMAND_LINE = "command line"
 
 
-@dataclass(frozen=True)
-class PathIgnore:
+class PathIgnore(NamedTuple):
     """A per-path ignore from the configuration: these rules, on files the pattern matches."""
 
     pattern: str  # as written
