@@ -76,6 +76,22 @@ def test_trainproof_toml_wins_and_a_pyproject_without_the_table_is_passed_over(p
     assert _json(run_cli, "config")[1]["source"] == str(project / "trainproof.toml")
 
 
+def test_a_pyproject_is_parsed_only_when_it_can_name_trainproof(project, monkeypatch):
+    """discover() passes over a pyproject.toml that cannot spell the key "trainproof"
+    without parsing it (#14 start-up), and still finds a table whose key is escaped."""
+    import tomllib
+
+    from trainproof.config import discover
+
+    calls: list[str] = []
+    real = tomllib.loads
+    monkeypatch.setattr(tomllib, "loads", lambda text: calls.append(text) or real(text))
+    (project / "pyproject.toml").write_text('[project]\nname = "pkg"\n', encoding="utf-8")
+    assert discover(project) is None and calls == []
+    (project / "pyproject.toml").write_text('[tool."trainpro\\u006ff"]\nignore = []\n', encoding="utf-8")
+    assert discover(project) == project / "pyproject.toml" and len(calls) == 1
+
+
 def test_search_stops_at_the_repository_root(tmp_path, run_cli, monkeypatch):
     (tmp_path / "trainproof.toml").write_text('ignore = ["TP-NAN"]\n', encoding="utf-8")  # above the repo
     repo = tmp_path / "repo"

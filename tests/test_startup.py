@@ -111,6 +111,45 @@ def test_epoch_imports_only_what_its_log_needs(state: Path) -> None:
     assert lazy == [], f"epoch on a trainer_state.json imported {lazy}"
 
 
+# Standard-library modules `epoch` on a plain trainer_state.json does without (#14): the
+# compression modules (a plain log; argparse's shutil would bring them: cli._columns),
+# threading (signals asks signal itself), tomllib (no config file to parse). Counted
+# from what the call itself imports, so that a .pth file's imports do not count.
+NEW = """
+import json, sys
+before = set(sys.modules)
+from trainproof.cli import main
+try:
+    main({argv!r})
+except SystemExit:
+    pass
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+EPOCH_STDLIB_LAZY = ("shutil", "gzip", "bz2", "lzma", "zlib", "threading", "tomllib")
+
+
+def test_epoch_leaves_the_stdlib_it_does_not_need_unimported(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", NEW.format(argv=["epoch", str(STATE), "--json"])],
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, check=True)
+    new = set(json.loads(proc.stdout.splitlines()[-1]))
+    assert "trainproof.commands.epoch" in new
+    assert sorted(set(EPOCH_STDLIB_LAZY) & new) == []
+
+
+@pytest.mark.parametrize("columns", [None, "50", "200", "abc", "-3", "0"])
+def test_help_is_as_wide_as_argparse_would_make_it(columns: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from trainproof import cli
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert cli._columns() == shutil.get_terminal_size().columns
+
+
 def test_lazy_rule_modules_declare_their_groups_only() -> None:
     """checks(G) loads LAZY_GROUPS[G] only: a listed module must not declare another group."""
     catalogue()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -24,7 +25,28 @@ if TYPE_CHECKING:
 _OK, _CANNOT_JUDGE = 0, 2  # model.ExitCode's values, for the paths that do not import the model
 
 
+def _columns() -> int:
+    """The width argparse lays help out for, as shutil.get_terminal_size() gives it:
+    $COLUMNS when a positive number, else the terminal's, else 80. Asked here because
+    argparse imports shutil for it on every parser built, and shutil its compression
+    modules: ~3 ms of every start-up, help or not (#14)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):  # no stdout, closed, or not a terminal
+        return 80
+
+
 class _Parser(argparse.ArgumentParser):
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # the width argparse's own default gives (the columns less 2), without shutil
+        return self.formatter_class(prog=self.prog, width=_columns() - 2)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         from trainproof.model import InputError
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 FILES = ("trainproof.toml", "pyproject.toml")  # looked for in this order in each directory
 KEYS = ("select", "extend-select", "ignore", "severity", "thresholds", "per-path-ignores")
@@ -32,8 +32,9 @@ DEFAULT = "default"
 COMMAND_LINE = "command line"
 
 
-@dataclass(frozen=True)
-class PathIgnore:
+class PathIgnore(NamedTuple):
+    """A per-path ignore from the configuration: these rules, on files the pattern matches."""
+
     pattern: str  # as written
     rules: tuple[str, ...]  # rule IDs or prefixes
     reason: str
@@ -113,7 +114,13 @@ def _error(msg: str) -> Exception:
 
 
 def _has_table(path: Path) -> bool:
-    return "trainproof" in _read_toml(path).get("tool", {})
+    data = _read_bytes(path)
+    # TOML spells the key "trainproof" as those bytes (bare, quoted or literal) or with
+    # \u/\U escapes in a quoted key; a pyproject.toml with neither, as most are, has no
+    # [tool.trainproof] table and is passed over unparsed (tomllib costs ~3 ms, #14)
+    if b"trainproof" not in data and b"\\u" not in data and b"\\U" not in data:
+        return False
+    return "trainproof" in _parse_toml(path, data).get("tool", {})
 
 
 def discover(start: Path | None = None) -> Path | None:
@@ -132,6 +139,20 @@ def discover(start: Path | None = None) -> Path | None:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    return _parse_toml(path, _read_bytes(path))
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise _error(f"config file {path} does not exist") from None
+    except OSError as exc:
+        raise _error(f"cannot read config file {path}: {exc}") from None
+
+
+def _parse_toml(path: Path, data: bytes) -> dict[str, Any]:
     # imported here, not with the module: most runs find no config file, and the parser
     # costs ~2.5 ms of every start-up (#14)
     if sys.version_info >= (3, 11):
@@ -139,11 +160,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
     else:  # the same parser, from PyPI, before it joined the standard library
         import tomli as tomllib
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise _error(f"config file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        return tomllib.loads(data.decode())  # what tomllib.load does with the bytes
+    except UnicodeDecodeError as exc:
         raise _error(f"cannot read config file {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise _error(f"{path}: not valid TOML: {exc}") from None

@@ -58,6 +58,8 @@ class SkipKind(str, enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Skip:
+    """Why a check did not judge: its kind and the words a report shows."""
+
     kind: SkipKind
     detail: str
 
@@ -115,6 +117,8 @@ class Run:
 
 @dataclass(frozen=True, slots=True)
 class Location:
+    """Where a finding points: a file, and the step or line in it when known."""
+
     file: str
     step: float | None = None
     line: int | None = None
@@ -125,6 +129,8 @@ Evidence = Mapping[str, "float | int | str | None"]
 
 @dataclass(frozen=True, slots=True)
 class Finding:
+    """One rule's verdict on one subject: its message, evidence and where it points."""
+
     rule_id: str
     level: Level
     message: str
@@ -165,6 +171,8 @@ class Report:
 
 @dataclass(frozen=True)
 class ReportSet:
+    """What one command found: its reports, or the error that stopped it."""
+
     command: str
     reports: tuple[Report, ...] = ()
     error: str | None = None

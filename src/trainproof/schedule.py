@@ -13,7 +13,7 @@ when two logged LR values are "the same", not whether a run is healthy."""
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,8 +34,7 @@ ROUNDOFF = 1e-9
 PLANNED_KEYS = ("max_steps", "total_steps")
 
 
-@dataclass(frozen=True)
-class Schedule:
+class Schedule(NamedTuple):
     """The schedule as the log shows it. Steps are the log's own step values."""
 
     warmup_end: float | None  # step where a rising LR first reaches its peak; None if no warm-up is seen

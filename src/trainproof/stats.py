@@ -4,14 +4,12 @@ that decide verdicts are passed in from the rule declarations."""
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 
-@dataclass(frozen=True, slots=True)
-class Blocks:
+class Blocks(NamedTuple):
     """A series reduced to medians of blocks of `size` = max(min_size, n // max_blocks)
     consecutive points. Every block is a full window: blocks are laid end to end back
     from the last point (so `end` is always the freshest evidence), and when n is not a

@@ -11,7 +11,7 @@ from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
@@ -23,6 +23,8 @@ from trainproof.parsers.stores import Store
 
 @dataclass
 class RawLog:
+    """What a reader measured: raw columns name -> (steps, values), before mapping."""
+
     columns: dict[str, tuple[np.ndarray, np.ndarray]]
     records: int
     notes: list[str] = field(default_factory=list)
@@ -169,8 +171,9 @@ Read = Callable[[Path], RawLog]
 HEAD = 8192  # bytes a sniff sees unless its format asks for more
 
 
-@dataclass(frozen=True)
-class Format:
+class Format(NamedTuple):
+    """One log format in the registry: how to recognise it and how to read it."""
+
     name: str
     sniff: Sniff  # (file name, first KiBs) -> is this mine?
     read: Read

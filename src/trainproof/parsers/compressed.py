@@ -12,13 +12,9 @@ the cut and said so in the report's notes."""
 
 from __future__ import annotations
 
-import bz2
 import contextlib
-import gzip
 import io
-import lzma
 import os
-import zlib
 from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
@@ -34,7 +30,17 @@ MIN_CAP = 256 << 20  # bytes: a small compressed log may always expand this far
 
 _SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zst": "zstd"}
 _ARCHIVES = (".tar.gz", ".tar.bz2", ".tar.xz", ".tar.zst", ".tgz", ".tbz2", ".txz")
-_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError)
+
+
+def _errors() -> tuple[type[BaseException], ...]:
+    """What a decoder raises on a corrupt stream. The decoders' modules are imported
+    where a compressed log is read, not with this module: most logs are plain, and
+    gzip/bz2/lzma/zlib cost ~3 ms of every start-up (#14)."""
+    import lzma
+    import zlib
+
+    return (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError)
+
 
 _truncated: ContextVar[list[str] | None] = ContextVar("trainproof_truncated", default=None)
 
@@ -89,10 +95,16 @@ def open_log(path: Path) -> IO[bytes]:
 
 def _decompressor(kind: str, raw: IO[bytes], path: Path) -> IO[bytes]:
     if kind == "gzip":
+        import gzip
+
         return gzip.GzipFile(fileobj=raw, mode="rb")
     if kind == "bzip2":
+        import bz2
+
         return bz2.BZ2File(raw, mode="rb")
     if kind == "xz":
+        import lzma
+
         return lzma.LZMAFile(raw, mode="rb")
     why = missing_decoder(path.name)
     if why is not None:
@@ -168,7 +180,7 @@ class _Bounded(io.RawIOBase):
             data = self._read(len(buf))
         except EOFError:  # gzip/bz2/xz: the stream stops before its end marker
             return self._cut()
-        except _ERRORS as exc:
+        except _errors() as exc:
             raise InputError(f"{self._path}: corrupt {self._kind} stream ({_short(exc)})") from None
         n = len(data)
         self._seen += n
@@ -190,7 +202,7 @@ class _Bounded(io.RawIOBase):
 
     def close(self) -> None:
         if not self.closed:
-            with contextlib.suppress(*_ERRORS):
+            with contextlib.suppress(*_errors()):
                 self._inner.close()
             self._raw.close()
         super().close()
@@ -217,5 +229,5 @@ def read_head(path: Path, size: int) -> bytes:
     try:
         with open_log(path) as fh:
             return fh.read(size)
-    except (InputError, *_ERRORS):
+    except (InputError, *_errors()):
         return b""

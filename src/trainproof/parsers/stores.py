@@ -10,9 +10,8 @@ matches; anything else is one InputError line that lists what the store holds.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from trainproof.address import SEPARATOR
 from trainproof.model import InputError
@@ -27,8 +26,7 @@ class UnknownRun(InputError):
     """The store has no run with this exact id (the caller may try a prefix or a name)."""
 
 
-@dataclass(frozen=True)
-class RunRef:
+class RunRef(NamedTuple):
     """One run in a store. `path` is the run's own location when it has one (an
     mlruns run directory), so doctor can name the run by a real path."""
 
@@ -41,8 +39,7 @@ class RunRef:
         return f"{self.id} ({self.name})" if self.name else self.id
 
 
-@dataclass(frozen=True)
-class Store:
+class Store(NamedTuple):
     runs: Callable[[Path], list[RunRef]]  # every run the path holds, in a stable order
     read: Callable[[Path, str], RawLog]  # one run by exact id; UnknownRun when absent
 

@@ -7,9 +7,8 @@ judges: rules/vocab.py decides what the numbers mean."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from trainproof.parsers.base import number
 from trainproof.parsers.jsonutil import loads
@@ -18,8 +17,9 @@ _WIDTH_KEYS = ("n_embd", "hidden_size", "d_model", "dim")
 _INIT_KEYS = ("initializer_range", "init_std")
 
 
-@dataclass(frozen=True)
-class Vocabulary:
+class Vocabulary(NamedTuple):
+    """The size of the softmax the loss is taken over, and where that size came from."""
+
     size: int  # classes the loss is a softmax over
     kind: str  # "tokens" (an LM vocabulary), "labels" (a classifier's), "classes" (--vocab-size: either)
     source: str  # where `size` came from, as the evidence names it

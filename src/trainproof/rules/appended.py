@@ -14,7 +14,8 @@ TP-APPENDED-RUNS finding says how many runs there were and which one was judged.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -83,8 +84,7 @@ _SHOWN = 4  # runs spelled out in the evidence; the count says how many there we
 _KEPT = 20  # runs described in meta (memory stays bounded)
 
 
-@dataclass(frozen=True)
-class _Start:
+class _Start(NamedTuple):
     """Where a new run begins in a series: the index of its first point and, for a counter
     the parser continued (a restart), how far its steps were shifted on."""
 

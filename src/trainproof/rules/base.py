@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from trainproof.model import Finding, Level, Location, Skip
 
@@ -41,15 +41,13 @@ def thresholds_in_force() -> object:
     return _OVERRIDES.get()
 
 
-@dataclass(frozen=True)
-class Threshold:
+class Threshold(NamedTuple):
     value: float
     unit: str
     why: str
 
 
-@dataclass(frozen=True)
-class Example:
+class Example(NamedTuple):
     """Input that makes the rule fire (or stay quiet). The group's example runner
     turns `data` into a subject; tests run every example in the catalogue."""
 
@@ -59,6 +57,8 @@ class Example:
 
 @dataclass(frozen=True)
 class Rule:
+    """One rule as the catalogue declares it: ID, level, words and thresholds."""
+
     id: str
     level: Level
     group: str  # rule family: single_run, compare, preflight, tokenizer, data, env
@@ -153,8 +153,7 @@ Outcome = Iterable[Finding] | Skip
 Judge = Callable[..., Outcome]
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(NamedTuple):
     name: str  # as reports list it: "divergence", "overfit", ...
     group: str
     rules: tuple[Rule, ...]
@@ -164,8 +163,7 @@ class Check:
     loss_curve: bool = False
 
 
-@dataclass(frozen=True)
-class Statement:
+class Statement(NamedTuple):
     """How a report of one scope states its outcome. The scope is a rule group, or
     "group:family" where one group judges several kinds of subject (env). The engine
     adds `passed` when no FAIL, WARN or NOT-CHECKED finding stands and a check that

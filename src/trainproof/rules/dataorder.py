@@ -8,7 +8,7 @@ the judge below is the only code that decides."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -104,8 +104,7 @@ EPOCH_SAWTOOTH = rule(
 )
 
 
-@dataclass(frozen=True)
-class Profile:
+class Profile(NamedTuple):
     lo: int  # bin where the climb starts
     hi: int  # later bin where it peaks
     rise: float  # in log loss

@@ -17,7 +17,7 @@ Measures only; the thresholds are declared here and listed by TP-DEAD-RUN, whose
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -86,8 +86,7 @@ THRESHOLDS = {"witness_min_evals": MIN_EVALS, "witness_min_fall": MIN_FALL, "wit
               "witness_recovered": RECOVERED}
 
 
-@dataclass(frozen=True)
-class Witness:
+class Witness(NamedTuple):
     frozen: bool  # every evaluation identical: the weights never changed
     learned: bool  # the eval loss fell beyond its noise and the train loss shows no wreck
     n: int  # evaluations read

@@ -10,7 +10,7 @@ only code that decides whether they fire."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -132,8 +132,7 @@ EVAL_DIVERGE = rule(
 CORROBORATING = (("eval_wer", -1.0), ("eval_accuracy", 1.0), ("reward", 1.0))
 
 
-@dataclass(frozen=True)
-class Climb:
+class Climb(NamedTuple):
     """How the eval loss climbed back from its best evaluation (steps are the log's)."""
 
     start: float

@@ -9,7 +9,7 @@ judge below is the only code that decides whether it fires."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -75,8 +75,7 @@ FROZEN = rule(
 )
 
 
-@dataclass(frozen=True)
-class _Tail:
+class _Tail(NamedTuple):
     start: int  # index of the tail's first point
     level: float  # median of the tail
     spread: float  # largest minus smallest value in it

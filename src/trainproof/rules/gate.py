@@ -13,7 +13,7 @@ they saw."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -111,8 +111,7 @@ def epoch_at(run: Run, steps: np.ndarray, min_points: int = 1) -> np.ndarray | N
     return np.interp(steps, f.steps, f.values)
 
 
-@dataclass(frozen=True)
-class Gate:
+class Gate(NamedTuple):
     """Whether the progress rules may judge `series`, and the words that say how much of
     the run they saw."""
 

@@ -10,7 +10,7 @@ around these so reports list findings in the order they always have."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -63,8 +63,7 @@ _BASELINE = Threshold(
     "over a run.")
 
 
-@dataclass(frozen=True)
-class LossView:
+class LossView(NamedTuple):
     """The loss as the reaction test reads it, measured once per run."""
 
     series: Series | None

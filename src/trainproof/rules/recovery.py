@@ -7,7 +7,7 @@ Declared here with its thresholds; the judge below is the only code that decides
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -82,8 +82,7 @@ SPIKE_UNRECOVERED = rule(
 )
 
 
-@dataclass(frozen=True)
-class Spike:
+class Spike(NamedTuple):
     i: int  # index of the spike point
     z: float  # its height over the baseline, in noise units
     pre: float  # median of the points before it

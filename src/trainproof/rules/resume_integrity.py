@@ -16,7 +16,7 @@ verdict does not depend on the logging interval or the loss's units."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -108,8 +108,7 @@ def _warmup_lr(at: np.ndarray, ws: np.ndarray, wv: np.ndarray) -> np.ndarray:
     return np.where(at >= ws[0], inside, np.maximum(wv[0] - (ws[0] - at) * slope, 0.0))
 
 
-@dataclass(frozen=True)
-class _Rises:
+class _Rises(NamedTuple):
     """Every rise after a fall (the schedule's restarts), measured at once: trough index,
     last index of the rise, the shift that lays the first warm-up over it, where the
     schedule before it stood when that warm-up would have begun (the line through the two

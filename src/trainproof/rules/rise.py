@@ -6,7 +6,7 @@ below are the only code that decides whether they fire."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -194,8 +194,7 @@ def end_points(s: Series) -> int:
     return min(len(s), max(loss_blocks(s).size, int(len(s) * DEAD_RUN.t("end_fraction"))))
 
 
-@dataclass(frozen=True)
-class Rise:
+class Rise(NamedTuple):
     ratio: float
     z: float
     sigma: float

@@ -22,7 +22,7 @@ Measures only; the thresholds are declared here and listed by TP-DEAD-RUN, whose
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -57,8 +57,7 @@ TREND_FALL_SE = Threshold(
 THRESHOLDS = {"trend_z": TREND_Z, "trend_fall_se": TREND_FALL_SE}
 
 
-@dataclass(frozen=True)
-class Trend:
+class Trend(NamedTuple):
     z: float  # Mann-Kendall z of the block medians, positive for a fall
     fall: float  # the Theil-Sen line's fall over the run, as a share of where it began
     fall_se: float  # the same fall (of the log) in standard errors
