@@ -74,3 +74,22 @@ def _loads(data: bytes) -> Any:
 def may_have_bools(raw: bytes) -> bool:
     """False when the raw text cannot hold a JSON boolean (lets readers skip a scan)."""
     return b"true" in raw or b"false" in raw
+
+
+def read_document(path: Any, max_bytes: int, too_big: str, corrupt: str) -> Any:
+    """A log that is ONE JSON document (Keras History, Sacred metrics.json), decoded whole:
+    bounded at max_bytes, its first bytes past the bound refused; `too_big` and `corrupt`
+    end the one-line InputError for an oversized or undecodable file."""
+    from trainproof.model import InputError
+    from trainproof.parsers.base import require_file
+    from trainproof.parsers.compressed import open_log
+
+    require_file(path)
+    with open_log(path) as fh:
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InputError(f"{path}: over {max_bytes >> 20} MiB; {too_big}")
+    try:
+        return loads(data)
+    except (ValueError, UnicodeDecodeError):
+        raise InputError(f"{path}: not valid JSON ({corrupt})") from None

@@ -18,10 +18,9 @@ from typing import Any
 import numpy as np
 
 from trainproof.model import InputError
-from trainproof.parsers.base import Columns, RawLog, number, require_file
+from trainproof.parsers.base import Columns, RawLog, number
 from trainproof.parsers.columns import looks_like_metric
-from trainproof.parsers.compressed import open_log
-from trainproof.parsers.jsonutil import loads
+from trainproof.parsers.jsonutil import read_document
 
 NAME = "keras"
 MAX_BYTES = 64 << 20  # millions of epochs; anything larger is not a History
@@ -51,15 +50,8 @@ def sniff(name: str, head: bytes) -> bool:
 
 
 def read(path: Path) -> RawLog:
-    require_file(path)
-    with open_log(path) as fh:
-        data = fh.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        raise InputError(f"{path}: over {MAX_BYTES >> 20} MiB; a Keras History JSON holds one value per epoch")
-    try:
-        doc = loads(data)
-    except (ValueError, UnicodeDecodeError):
-        raise InputError(f"{path}: not valid JSON (truncated or corrupt Keras History)") from None
+    doc = read_document(path, MAX_BYTES, "a Keras History JSON holds one value per epoch",
+                        "truncated or corrupt Keras History")
     notes: list[str] = []
     if isinstance(doc, dict) and set(doc) == {"history"} and isinstance(doc["history"], dict):
         doc = doc["history"]

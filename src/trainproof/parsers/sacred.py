@@ -22,9 +22,8 @@ from typing import Any
 import numpy as np
 
 from trainproof.model import InputError
-from trainproof.parsers.base import Columns, RawLog, number, require_file
-from trainproof.parsers.compressed import open_log
-from trainproof.parsers.jsonutil import loads
+from trainproof.parsers.base import Columns, RawLog, number
+from trainproof.parsers.jsonutil import loads, read_document
 
 NAME = "sacred"
 MAX_BYTES = 256 << 20  # tens of millions of points; a larger file is not decoded whole
@@ -39,16 +38,8 @@ def sniff(name: str, head: bytes) -> bool:
 
 
 def read(path: Path) -> RawLog:
-    require_file(path)
-    with open_log(path) as fh:
-        data = fh.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        raise InputError(f"{path}: over {MAX_BYTES >> 20} MiB; not read as one Sacred metrics.json")
-    try:
-        doc = loads(data)
-    except (ValueError, UnicodeDecodeError):
-        raise InputError(f"{path}: not valid JSON (a truncated or corrupt Sacred metrics.json)") from None
-    del data
+    doc = read_document(path, MAX_BYTES, "not read as one Sacred metrics.json",
+                        "a truncated or corrupt Sacred metrics.json")
     if not isinstance(doc, dict):
         raise InputError(f"{path}: not a Sacred metrics.json (expected an object of metrics)")
     cols, records, skipped = Columns(), 0, []
