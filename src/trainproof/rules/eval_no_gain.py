@@ -88,10 +88,10 @@ EVAL_NEVER_BETTER = rule(
 @check("eval-never-better", EVAL_NEVER_BETTER, after="eval-mismatch")
 def eval_never_better(run: Run) -> list[Finding] | Skip:
     r = EVAL_NEVER_BETTER
-    e = ec._eval(run, int(r.t("min_points")))
+    e = ec.eval_curve(run, int(r.t("min_points")))
     if isinstance(e, Skip):
         return e
-    t = ec._train(run)
+    t = ec.train_curve(run)
     if t is None:
         return Skip(SkipKind.NO_DATA, "no train loss: whether the model learned anything is unknown")
     start, i = float(e.values[0]), int(np.argmin(e.values))

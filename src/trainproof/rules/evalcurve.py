@@ -184,7 +184,7 @@ def train_then_and_now(t: Series, step: float) -> tuple[float, float]:
     return stats.robust_median(t.values[near]), stats.robust_median(t.values[-k:])
 
 
-def _train(run: Run) -> Series | None:
+def train_curve(run: Run) -> Series | None:
     tr = run.get("loss")
     t = tr.finite_only() if tr is not None else None
     return t if t is not None and len(t) else None
@@ -212,7 +212,7 @@ def _from(e: Series, start: float | None) -> Series:
     return Series(e.name, e.steps[keep], e.values[keep])
 
 
-def _eval(run: Run, minimum: int) -> Series | Skip:
+def eval_curve(run: Run, minimum: int) -> Series | Skip:
     ev = run.get("eval_loss")
     if ev is None:
         return Skip(SkipKind.NO_DATA, "no eval_loss in the log - this run has no generalisation signal")
@@ -226,10 +226,10 @@ def _eval(run: Run, minimum: int) -> Series | Skip:
 
 @check("overfit", OVERFIT, loss_curve=True)
 def eval_loss_climbing(run: Run) -> list[Finding] | Skip:
-    e = _eval(run, int(OVERFIT.t("min_points")))
+    e = eval_curve(run, int(OVERFIT.t("min_points")))
     if isinstance(e, Skip):
         return e
-    t = _train(run)
+    t = train_curve(run)
     if t is None:
         return Skip(SkipKind.NO_DATA, "no train loss to compare the eval curve with")
     i = int(np.argmin(e.values))
@@ -246,7 +246,7 @@ def eval_loss_climbing(run: Run) -> list[Finding] | Skip:
 
 @check("eval-curve", EVAL_DIVERGE, loss_curve=True)
 def eval_loss_worse(run: Run) -> list[Finding] | Skip:
-    e = _eval(run, int(EVAL_DIVERGE.t("min_points")))
+    e = eval_curve(run, int(EVAL_DIVERGE.t("min_points")))
     if isinstance(e, Skip):
         return e
     # Judged from the first evaluation, warm-up included, and without waiting for the
@@ -262,7 +262,7 @@ def eval_loss_worse(run: Run) -> list[Finding] | Skip:
         c = measure_climb(after)
     if c is None or not c.fires:
         return []
-    t = _train(run)
+    t = train_curve(run)
     if t is None:
         train = "not logged"
     else:
