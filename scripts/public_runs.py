@@ -23,7 +23,7 @@ reader check.
     python scripts/public_runs.py --sources    # rewrite public_runs/SOURCES.md from the run files
     python scripts/public_runs.py --runs --half fresh   # the fresh half alone
 
-The fresh halves (public_runs/fresh/, fresh2/ .. fresh8/) are later batches,
+The fresh halves (public_runs/fresh/, fresh2/ .. fresh9/) are later batches,
 each from repositories none of the earlier runs come from. A fresh half is
 scored and shown in its own column once its first scoring is committed
 (public_runs/<half>_first_scoring.txt, the `--runs --half <half>` output kept
@@ -61,7 +61,7 @@ BEGIN, END = "<!-- public-runs:begin -->", "<!-- public-runs:end -->"
 HALVES = ("design", "report")  # the halves the hash splits runs/ into; the bar holds on both
 # Later batches, oldest first: half -> folder. Each is scored and shown once its first scoring is
 # committed, never tuned on; the folder gives the half.
-FRESH_HALVES = {h: ROOT / "public_runs" / h for h in ("fresh", *(f"fresh{i}" for i in range(2, 9)))}
+FRESH_HALVES = {h: ROOT / "public_runs" / h for h in ("fresh", *(f"fresh{i}" for i in range(2, 10)))}
 ALL_HALVES = (*HALVES, *FRESH_HALVES)
 VERDICTS = ("PASS", "WARN", "FAIL")
 WRITERS = ("hf_trainer_state", "llamafactory_trainer_log", *tabular.REBUILDERS, *logs.REBUILDERS)

@@ -33,6 +33,8 @@ import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+import public_runs_more  # the fresh9 writers' rebuilders (DVCLive, Flair, Sacred, MLflow)
+
 
 def _lines(doc: Mapping) -> list[tuple[float, dict]]:
     """(step, line) per logged line, the line a dict in the writer's key order with the values taken
@@ -182,3 +184,4 @@ REBUILDERS: dict[str, Callable[[Mapping, Path], Path]] = {
     "nanogpt_stdout": nanogpt_stdout,
     "keras_fit_stdout": keras_fit_stdout,
 }
+REBUILDERS.update(public_runs_more.REBUILDERS)
