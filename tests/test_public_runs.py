@@ -37,7 +37,8 @@ MIN_RUNS = 100  # the issue's floor for a corpus that can show precision at all
 # fresh8 is every usable log of the writers after HF/LLaMA-Factory (Detectron2, MMEngine, ms-swift, Keras, text
 # printouts) its collector found in repositories no earlier half holds (42).
 # fresh9 is the first batch from DVCLive, Flair, Sacred and MLflow's file store: 29 runs were found.
-MIN_FRESH_RUNS = {"fresh6": 25, "fresh7": 44, "fresh8": 42, "fresh9": 29}
+# fresh10 is a second batch from the CSV/JSON writers (Keras History and CSV, Lightning, YOLO) in new repositories: 39.
+MIN_FRESH_RUNS = {"fresh6": 25, "fresh7": 44, "fresh8": 42, "fresh9": 29, "fresh10": 39}
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +115,8 @@ SCORED_BY_NOW = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fre
 @pytest.mark.parametrize("half", FRESH_HALVES)
 def test_fresh_half_shares_no_repository_with_an_earlier_one(half: str) -> None:
     """Each fresh half comes from repositories no earlier half (runs/, earlier fresh halves) holds."""
+    if not public_runs.FRESH_HALVES[half].is_dir():
+        pytest.skip(f"public_runs/{half}/ is not on this branch (another collector's batch)")
     earlier = (*public_runs.HALVES, *FRESH_HALVES[:FRESH_HALVES.index(half)])
     fresh = [d for d in DOCS if d["half"] == half]
     assert len(fresh) >= MIN_FRESH_RUNS.get(half, 40)
@@ -122,7 +125,7 @@ def test_fresh_half_shares_no_repository_with_an_earlier_one(half: str) -> None:
     assert not shared, f"a {half} run shares a repository with an earlier half: {sorted(shared)}"
 
 
-@pytest.mark.parametrize("half", ["fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9"])
+@pytest.mark.parametrize("half", [f"fresh{i}" for i in range(2, 11)])
 def test_fresh_half_is_labelled_and_one_run_per_repository(half: str) -> None:
     """Every run of a later fresh half carries its label (verdict, why, broken; broken only on a
     FAIL), and no repository gives the half two runs."""
@@ -136,7 +139,7 @@ def test_fresh_half_is_labelled_and_one_run_per_repository(half: str) -> None:
 
 
 # What each later writer's rebuilt file is called, and how many numbers a reader of its own finds in it (these
-# readers are the test's, not trainproof's: fresh8 is read by no trainproof code before its first scoring).
+# readers are the test's, not trainproof's: fresh8 and fresh10 are read by no trainproof code before being scored).
 _NUMBER = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|nan|inf"
 _REBUILT = {
     "detectron2_metrics": ("metrics.json", "json-lines", "iteration"),
@@ -166,13 +169,16 @@ def _numbers_in(path: Path, how: str, step_key: str | None) -> int:
     return sum(1 for m in re.finditer(how, text, flags=re.M) for g in m.groups() if g is not None)
 
 
-FRESH8 = [d for d in DOCS if d["half"] == "fresh8"]
+# fresh9's writers (public_runs_more.py, merged into logs.REBUILDERS) have their own test below.
+FRESH8 = [d for d in DOCS if d["half"] == "fresh8"
+          or (d["half"] != "fresh9" and d["source"]["writer"] in public_runs.logs.REBUILDERS)]
 
 
 @pytest.mark.parametrize("doc", FRESH8, ids=lambda d: d["id"][:40])
 def test_a_fresh8_file_rebuilds_with_every_point(doc: dict, tmp_path: Path) -> None:
-    """Each fresh8 run rebuilds, under its writer's usual file name, into a file holding exactly the
-    points its series keep (and the layout accounts for every point: the rebuild raises otherwise)."""
+    """Each fresh8 run (and each later run of those writers: fresh10's Keras histories) rebuilds, under its
+    writer's usual file name, into a file holding exactly the points its series keep (and the layout
+    accounts for every point: the rebuild raises otherwise)."""
     name, how, step_key = _REBUILT[doc["source"]["writer"]]
     path = public_runs.rebuild(doc, tmp_path)
     assert path.name == name
