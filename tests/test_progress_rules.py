@@ -180,6 +180,43 @@ def test_eval_climbing_while_train_falls_is_overfitting_not_damage():
     assert "TP-OVERFIT" in ids and "TP-EVAL-DIVERGE" not in ids
 
 
+def _saturated(train_level: float, seed: int = 0, noise: float = 0.9) -> Run:
+    """A training set fit early: the train loss falls to `train_level` by the second
+    evaluation, then scatters around a level that creeps up by half (noise near 0 is
+    relative: 0.9 in log space a point; `noise`) while the eval loss bottoms at 0.043 and climbs back
+    to ~0.08 (public run fresh10/iancarrasco's shape). The train loss does not fall; how far
+    below the eval loss it sits says whether the climb is memorisation or damage."""
+    rng = np.random.default_rng(seed)
+    n = 90
+    t = np.arange(n)
+    level = (train_level + (0.6 - train_level) * np.exp(-t / 4)) * (1 + 0.5 * np.clip(t - 17, 0, None) / 72)
+    train = level * np.exp(rng.normal(0.0, noise, n) * (t > 12))
+    ev = [0.052, 0.043] + list(np.linspace(0.05, 0.08, 8))
+    evals = [float("nan")] * n
+    for i, v in enumerate(ev):
+        evals[9 * i + 8] = v
+    return _run(None, steps=[float(i) for i in range(n)], loss=train.tolist(), eval_loss=evals)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("scale", [1.0, 1 / np.log(2), 100.0])
+def test_an_eval_climb_beside_a_memorised_training_set_is_overfitting(seed, scale):
+    """A train loss that saturated at 0.004 - a tenth of the eval loss's best - cannot keep
+    falling; a climbing eval loss beside it is memorisation (WARN), whatever the train noise
+    near 0 does to its medians and in any unit. At 0.7 of the eval loss's best (the public
+    LR-too-high runs sit at 0.59-0.82) the same climb is damage (FAIL): both curves are on one
+    level and both got worse."""
+    def scaled(run: Run) -> Run:
+        return replace(run, series={k: Series(s.name, s.steps, s.values * scale) for k, s in run.series.items()})
+
+    memorised = _ids(scaled(_saturated(0.004, seed)), Level.FAIL, Level.WARN)  # 0.004 -> 0.006
+    assert "TP-OVERFIT" in memorised and "TP-EVAL-DIVERGE" not in memorised
+    f = _finding(scaled(_saturated(0.004, seed)), "TP-OVERFIT")
+    assert f.values["limit_memorised"] == 0.25
+    damaged = _ids(scaled(_saturated(0.03, seed, noise=0.1)), Level.FAIL, Level.WARN)  # 0.03 -> 0.045
+    assert "TP-EVAL-DIVERGE" in damaged and "TP-OVERFIT" not in damaged
+
+
 @pytest.mark.parametrize("log", ["examples/gallery/healthy/trainer_state.json",
                                  "examples/gallery2/healthy/trainer_state.json",
                                  "examples/gallery/bad_labels/trainer_state.json"])

@@ -1,8 +1,8 @@
 """The eval loss as a curve in its own right. One measure, `measure_climb`: how far the
 held-out loss climbed back from its best evaluation, against its own drop and its own
-noise. Two verdicts on it, split by the train loss: it kept falling - the model is
-memorising, TP-OVERFIT (WARN); it did not - the model is being damaged, as by a learning
-rate too high for fine-tuning, TP-EVAL-DIVERGE (FAIL). Metrics logged beside the eval
+noise. Two verdicts on it, split by the train loss: it kept falling, or sits far below
+the held-out loss - the model is memorising, TP-OVERFIT (WARN); otherwise the model is
+being damaged, as by a learning rate too high for fine-tuning, TP-EVAL-DIVERGE (FAIL). Metrics logged beside the eval
 loss (eval_wer, eval_accuracy, reward) are read to corroborate a finding, never to make
 or unmake one. An eval-only log (no train loss) is judged here, which is what makes it
 more than NOT-CHECKED. Declared here with their thresholds; the judges below are the
@@ -55,6 +55,16 @@ _RISE = Threshold(
     "and still mean nothing; a plateaued train loss beside an eval loss a few percent above "
     "its best is mild overfitting, not damage. Twice TP-LOSS-ROSE's 5 % band, because this "
     "FAIL stands on the eval curve alone; an LR too high moves eval loss by tens of percent.")
+_MEMORISED = Threshold(
+    0.25, "of the best eval loss",
+    "A train loss that saturated near 0 cannot keep falling, so 'kept falling' alone misses the "
+    "commonest overfit of all: the training set memorised early, held-out loss climbing after. "
+    "Damage moves both curves together - on the public runs TP-EVAL-DIVERGE fails (an LR too "
+    "high for a Whisper fine-tune, a run whose train loss froze) the train loss ends at "
+    "0.59-0.82 of the eval loss's best - while a model that fits its training set four times "
+    "better than it ever fit held-out data is memorising, whatever its train curve does in the "
+    "noise near 0 (fresh10/iancarrasco: train 0.0025 -> 0.0053 at 163 % noise per point, eval "
+    "best 0.043). A ratio of the two losses: the same in any unit.")
 _TRAIN_END_SHARE = Threshold(
     0.1, "of the train loss points",
     "The train loss 'now' is the median of the last tenth of the log: recent enough to be the "
@@ -69,8 +79,9 @@ OVERFIT = rule(
     id="TP-OVERFIT", level=Level.WARN, group=G,
     title="Eval loss climbs while train loss falls (overfitting).",
     evidence="eval loss {eval_end} at the end vs its min {eval_min} at step {eval_min_step} "
-    "({ratio:.2f}x > {limit_ratio}); train loss {train_then} -> {train_end} meanwhile{corroboration}",
-    summary="Held-out loss rose well above its own minimum while the training loss kept falling.",
+    "({ratio:.2f}x > {limit_ratio}); train loss {train_then} -> {train_end} meanwhile{memorised}{corroboration}",
+    summary="Held-out loss rose well above its own minimum while the training loss kept falling, or "
+    "sat far below it (a training set memorised early).",
     why="The model is memorising the training set; the checkpoint nearest the eval minimum "
     "generalises better than the last one.",
     fix="Keep the checkpoint at the eval minimum (load_best_model_at_end), add data or "
@@ -81,6 +92,7 @@ OVERFIT = rule(
         "min_points": Threshold(4, "eval points", "A minimum and a climb need several evaluations."),
         "train_end_share": _TRAIN_END_SHARE,
         "train_end_max": _TRAIN_END_MAX,
+        "memorised": _MEMORISED,
     },
     fires=Example({"loss": [1.4, 1.0, 0.6, 0.3, 0.1, 0.05], "eval_loss": [1.4, 1.3, 1.6, 2.0, 2.6, 3.1]}),
     passes=Example({"loss": [1.4, 1.0, 0.8, 0.7, 0.65, 0.6], "eval_loss": [1.5, 1.3, 1.2, 1.15, 1.12, 1.1]}),
@@ -112,7 +124,7 @@ EVAL_DIVERGE = rule(
     "against those, not a fixed ratio.",
     fix="Keep the checkpoint at the eval minimum (load_best_model_at_end); lower the learning "
     "rate (fine-tunes: 1e-5 to 1e-4) or lengthen warm-up, then train again.",
-    thresholds={"min_points": _MIN_POINTS, **_CLIMB},
+    thresholds={"min_points": _MIN_POINTS, **_CLIMB, "memorised": _MEMORISED},
     fires=Example({"loss": [1.24, 1.9, 2.16, 2.0, 1.9, 1.85, 1.8, 1.79],
                    "eval_loss": [2.55, 2.6, 3.1, 3.6, 4.5, 4.0, 3.9, 4.1]}),
     passes=Example({"loss": [1.4, 1.2, 1.1, 1.0, 0.95, 0.9, 0.88, 0.86],
@@ -122,8 +134,8 @@ EVAL_DIVERGE = rule(
     "progress gate, TP-TOO-EARLY, does not hold this rule back), and again from the first "
     "evaluation after warm-up (schedule.py), so a drop made during warm-up does not hide a climb "
     "that gives back what the full-rate phase gained. A positive eval loss is required. When "
-    "the train loss kept falling past the eval "
-    "minimum the climb is TP-OVERFIT's (WARN). Corroborating metrics are reported in the "
+    "the train loss kept falling past the eval minimum, or ends under a quarter of the eval "
+    "loss's best, the climb is TP-OVERFIT's (WARN). Corroborating metrics are reported in the "
     "evidence; they never make or unmake the finding.",
 )
 
@@ -184,6 +196,18 @@ def train_then_and_now(t: Series, step: float) -> tuple[float, float]:
     return stats.robust_median(t.values[near]), stats.robust_median(t.values[-k:])
 
 
+def memorising(then: float, now: float, eval_best: float) -> str | None:
+    """Why a climbing eval loss beside this train loss is memorisation (TP-OVERFIT's), or
+    None when it is not: the train loss kept falling past the eval minimum, or it sits far
+    below the best the model ever did on held-out data (saturated near 0, it cannot fall)."""
+    if now < then:
+        return ""
+    if now < _MEMORISED.value * eval_best:
+        return (f", under {_MEMORISED.value:.0%} of the best eval loss: the training set is fit far "
+                "better than the model ever generalised")
+    return None
+
+
 def train_curve(run: Run) -> Series | None:
     tr = run.get("loss")
     t = tr.finite_only() if tr is not None else None
@@ -236,11 +260,12 @@ def eval_loss_climbing(run: Run) -> list[Finding] | Skip:
     e_min, e_end = float(e.values[i]), float(e.values[-1])
     then, train_end = train_then_and_now(t, float(e.steps[i]))
     ratio = e_end / e_min
-    if ratio <= OVERFIT.t("ratio") or train_end >= then:
+    why = memorising(then, train_end, e_min)
+    if ratio <= OVERFIT.t("ratio") or why is None:
         return []  # a train loss that did not keep falling is TP-EVAL-DIVERGE's, if anything
     return [OVERFIT.finding(Location(run.path, float(e.steps[i])), eval_end=e_end, eval_min=e_min,
                             eval_min_step=float(e.steps[i]), ratio=ratio,
-                            train_then=then, train_end=train_end,
+                            train_then=then, train_end=train_end, memorised=why,
                             corroboration=corroboration(run, float(e.steps[i])))]
 
 
@@ -267,8 +292,8 @@ def eval_loss_worse(run: Run) -> list[Finding] | Skip:
         train = "not logged"
     else:
         then, now = train_then_and_now(t, c.floor_step)
-        if now < then:
-            return []  # the train loss kept falling: memorising, TP-OVERFIT's
+        if memorising(then, now, c.floor) is not None:
+            return []  # memorising, not damage: TP-OVERFIT's
         train = f"{then:.4g} at the best -> {now:.4g} now (not falling)"
     return [EVAL_DIVERGE.finding(
         Location(run.path, c.floor_step), start=c.start, start_step=c.start_step, floor=c.floor,
