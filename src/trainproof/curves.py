@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from trainproof.model import Finding, Run, Series
+from trainproof.stats import CHUNK
 
 Curve = tuple[tuple[float, ...], tuple[float, ...]]
 
@@ -39,12 +40,23 @@ def thin(steps: np.ndarray, values: np.ndarray, buckets: int, keep: Sequence[flo
     if n <= 2 * buckets:
         return tuple(steps.tolist()), tuple(values.tolist())
     lo, hi = float(steps[0]), float(steps[-1])
-    col = np.minimum(((steps - lo) / ((hi - lo) or 1.0) * buckets).astype(np.int64), buckets - 1)
+    col = _buckets(steps, lo, (hi - lo) or 1.0, buckets)
     low, high = _extremes(values, col)
     cited = np.searchsorted(steps, np.asarray(keep, dtype=float), side="right") - 1
     idx = np.sort(np.concatenate([low, high, [0, n - 1], cited[cited >= 0]]))
     idx = idx[np.r_[True, idx[1:] != idx[:-1]]]  # np.unique, without its import of numpy.ma
     return tuple(steps[idx].tolist()), tuple(values[idx].tolist())
+
+
+def _buckets(steps: np.ndarray, lo: float, width: float, buckets: int) -> np.ndarray:
+    """Each point's bucket, min(int((step - lo) / width * buckets), buckets - 1), computed a
+    chunk at a time into one array: the same arithmetic per point, without four temporaries
+    the size of the series (#14)."""
+    col = np.empty(steps.size, dtype=np.int64)
+    for a in range(0, steps.size, CHUNK):
+        part = (steps[a: a + CHUNK] - lo) / width * buckets
+        np.minimum(part.astype(np.int64), buckets - 1, out=col[a: a + CHUNK])
+    return col
 
 
 _STRETCHES = 4096  # more buckets than this (no chart has them) are sorted, not looped over

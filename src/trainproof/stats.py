@@ -22,10 +22,13 @@ class Blocks(NamedTuple):
     size: int
 
 
-def median(values: np.ndarray, axis: int | None = None) -> Any:
+def median(values: np.ndarray, axis: int | None = None, overwrite: bool = False) -> Any:
     """np.median's result (of the whole array, or along `axis`), NaN wherever a NaN is
     present, without np.median's first call importing numpy.ma (~10 ms, a fifth of a
-    short log's whole judging run). Same value, sign of zero included."""
+    short log's whole judging run). Same value, sign of zero included. `overwrite`: the
+    caller gives up `values` (a float64 temporary of its own), which is partitioned in
+    place instead of copied - np.partition is a copy partitioned in place, so the values
+    selected are the same, and a 5M-point median costs no second 38 MiB (#14)."""
     a = np.asarray(values, dtype=np.float64)
     if axis is None:
         a, axis = a.ravel(), 0
@@ -33,12 +36,35 @@ def median(values: np.ndarray, axis: int | None = None) -> Any:
     if n == 0:
         return np.float64(np.nan) if a.ndim == 1 else np.full(np.delete(a.shape, axis), np.nan)
     k = n // 2
-    part = np.partition(a, [k - 1, k] if n % 2 == 0 else k, axis=axis)
+    kth = [k - 1, k] if n % 2 == 0 else k
+    if overwrite and a.flags.writeable:
+        a.partition(kth, axis=axis)
+        part = a
+    else:
+        part = np.partition(a, kth, axis=axis)
     mid = part.take(k, axis=axis)
     # np.median takes the mean of the middle one or two, a sum that starts from +0.0:
     # adding 0.0 gives a middle -0.0 the same sign it gets there
     mid = (mid + 0.0) if n % 2 else (part.take(k - 1, axis=axis) + mid + 0.0) / 2
-    return np.where(np.isnan(a).any(axis=axis), np.nan, mid)[()]
+    return np.where(np.isnan(part).any(axis=axis), np.nan, mid)[()]
+
+
+CHUNK = 1 << 16  # elements a chunked pass handles at a time (512 KiB of float64)
+
+
+def abs_diff_in_place(x: np.ndarray, n: int = 1) -> np.ndarray:
+    """np.abs(np.diff(x, n=n)), written over `x` (a float64 temporary the caller owns and
+    gives up) a chunk at a time: element i becomes x[i + 1] - x[i] before element i + 1 is
+    read as a left operand, so no full-size difference array is made. The same
+    subtractions as np.diff, so the same values. Returns the view x[:-n]."""
+    for _ in range(n):
+        m = x.size - 1
+        for lo in range(0, m, CHUNK):
+            hi = min(lo + CHUNK, m)
+            np.subtract(x[lo + 1: hi + 1], x[lo:hi], out=x[lo:hi])
+        x = x[:m]
+    np.abs(x, out=x)
+    return x
 
 
 def block_medians(steps: np.ndarray, values: np.ndarray, min_size: int, max_blocks: int) -> Blocks:
@@ -47,7 +73,7 @@ def block_medians(steps: np.ndarray, values: np.ndarray, min_size: int, max_bloc
     if size == 1:
         return Blocks(values, steps, 1)
     head = n - (n // size) * size  # points before the end-aligned blocks
-    meds = median(values[head:].reshape(-1, size), axis=1)
+    meds = _row_medians(values[head:].reshape(-1, size))
     mids = steps[head:].reshape(-1, size)[:, size // 2]
     if head:
         # A short first block would make `start` the median of 1 or 2 points, so a
@@ -55,6 +81,15 @@ def block_medians(steps: np.ndarray, values: np.ndarray, min_size: int, max_bloc
         meds = np.concatenate(([median(values[:size])], meds))
         mids = np.concatenate(([steps[size // 2]], mids))
     return Blocks(meds, mids, size)
+
+
+def _row_medians(rows: np.ndarray) -> np.ndarray:
+    """median(rows, axis=1), a bounded number of rows at a time: each row is partitioned on
+    its own, so the medians are the same, without a partitioned copy of the whole series."""
+    step = max(1, CHUNK // rows.shape[1])
+    if rows.shape[0] <= step:
+        return median(rows, axis=1)
+    return np.concatenate([median(rows[lo: lo + step], axis=1) for lo in range(0, rows.shape[0], step)])
 
 
 def start_rise(values: np.ndarray, end_points: int) -> tuple[float, float, float]:
@@ -132,7 +167,7 @@ def log_noise(values: np.ndarray) -> float:
     spikes, 1.4826 turns a MAD into a normal sigma, sqrt 2 undoes differencing."""
     if values.size < 3:
         return 0.0
-    return float(1.4826 * median(np.abs(np.diff(np.log(values)))) / np.sqrt(2.0))
+    return float(1.4826 * median(abs_diff_in_place(np.log(values)), overwrite=True) / np.sqrt(2.0))
 
 
 def log_noise_detrended(values: np.ndarray) -> float:
@@ -143,7 +178,7 @@ def log_noise_detrended(values: np.ndarray) -> float:
     locally straight trend (sqrt 6 undoes differencing twice)."""
     if values.size < 4:
         return 0.0
-    return float(1.4826 * median(np.abs(np.diff(np.log(values), n=2))) / np.sqrt(6.0))
+    return float(1.4826 * median(abs_diff_in_place(np.log(values), n=2), overwrite=True) / np.sqrt(6.0))
 
 
 def point_noise(values: np.ndarray) -> float:
@@ -153,7 +188,7 @@ def point_noise(values: np.ndarray) -> float:
     that must not change when the series is shifted or rescaled."""
     if values.size < 3:
         return 0.0
-    return float(1.4826 * median(np.abs(np.diff(values))) / np.sqrt(2.0))
+    return float(1.4826 * median(abs_diff_in_place(np.array(values, dtype=np.float64)), overwrite=True) / np.sqrt(2.0))
 
 
 def trailing_median(values: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
@@ -242,10 +277,20 @@ def _nanmedian_rows(win: np.ndarray, count: np.ndarray) -> np.ndarray:
 def printed_decimals(values: np.ndarray, most: int) -> int:
     """The decimals the logger printed: the fewest that every finite non-zero value fits,
     to within float arithmetic (a mean of two 4-decimal values is 0.45645000000000002),
-    or `most` + 1 when more are needed (the values were not rounded to fixed decimals)."""
-    v = np.abs(values[np.isfinite(values) & (values != 0)])
-    for d in range(most + 1):
-        x = v * 10.0**d
-        if np.all(np.abs(x - np.round(x)) <= 1e-9 * np.maximum(1.0, x)):
-            return d
-    return most + 1
+    or `most` + 1 when more are needed (the values were not rounded to fixed decimals).
+    Tested a chunk at a time, each chunk only for the counts of decimals every chunk
+    before it fitted: the same elementwise test as on the whole array, and a
+    full-precision series is settled by its first chunk (no 5M-point temporaries, #14)."""
+    alive = list(range(most + 1))
+    for lo in range(0, values.size, CHUNK):
+        part = values[lo: lo + CHUNK]
+        v = np.abs(part[np.isfinite(part) & (part != 0)])
+        alive = [d for d in alive if _fits(v, d)]
+        if not alive:
+            break
+    return alive[0] if alive else most + 1
+
+
+def _fits(v: np.ndarray, d: int) -> bool:
+    x = v * 10.0**d
+    return bool(np.all(np.abs(x - np.round(x)) <= 1e-9 * np.maximum(1.0, x)))

@@ -94,11 +94,11 @@ class Spike(NamedTuple):
 def _spikes(run: Run, s: Series) -> list[Spike]:
     """Every spike (the first point of each) that has its full recovery window."""
     r = SPIKE_UNRECOVERED
-    v = np.log(s.values)
-    n = v.size
-    sigma = stats.log_noise(s.values)
+    sigma = stats.log_noise(s.values)  # before the log below: one series-sized array at a time
     if sigma <= 0:
         return []
+    v = np.log(s.values)
+    n = v.size
     window = int(r.t("baseline"))
     edges = [float(s.steps[0]), read_schedule(run).warmup_end, initial_drop_end(run)]
     start = max(e for e in edges if e is not None)
@@ -106,7 +106,7 @@ def _spikes(run: Run, s: Series) -> list[Spike]:
     # most of judging a 1M-point log). A window's median is not below its least value and
     # float subtraction and division by sigma > 0 keep that order, so (v - min) / sigma is
     # never below z = (v - median) / sigma: every hot point is among these candidates.
-    cand = np.flatnonzero((s.steps > start) & ((v - stats.trailing_min(v, window)) / sigma > r.t("spike")))
+    cand = _candidates(v, s.steps > start, window, sigma, r.t("spike"))
     base, count = stats.trailing_median_at(v, window, cand)
     z = (v[cand] - base) / sigma
     hot = (count >= r.t("baseline")) & (z > r.t("spike"))
@@ -126,6 +126,21 @@ def _spikes(run: Run, s: Series) -> list[Spike]:
         out.append(Spike(i, float(z[c]), float(base[c]), i + w, best, (best - float(base[c])) / se))
         free = i + w + 1
     return out
+
+
+def _candidates(v: np.ndarray, after: np.ndarray, window: int, sigma: float, bar: float) -> np.ndarray:
+    """np.flatnonzero(after & ((v - stats.trailing_min(v, window)) / sigma > bar)), a chunk
+    at a time: each chunk's trailing minima come from the chunk and the `window` points
+    before it, the same values in the same order as over the whole series, without three
+    series-sized temporaries (#14)."""
+    hot = np.zeros(v.size, dtype=bool)
+    for lo in range(0, v.size, stats.CHUNK):
+        hi, first = min(lo + stats.CHUNK, v.size), max(0, lo - window)
+        z = stats.trailing_min(v[first:hi], window)[lo - first:]
+        np.subtract(v[lo:hi], z, out=z)
+        np.divide(z, sigma, out=z)
+        hot[lo:hi] = after[lo:hi] & (z > bar)
+    return np.flatnonzero(hot)
 
 
 @check("spike-recovery", SPIKE_UNRECOVERED)

@@ -260,7 +260,7 @@ def first_point_is_full(s: Series) -> bool:
     batches (HF's `logging_first_step`), so it scatters more than its neighbours."""
     if s.steps.size < 3:
         return True
-    typical, first = float(stats.median(np.diff(s.steps))), float(s.steps[0])
+    typical, first = float(stats.median(np.diff(s.steps), overwrite=True)), float(s.steps[0])
     # Only a fresh run's counter says how many steps the first point covers (from step 0); a
     # log that starts at step 0 or before, or far past it (a resume), tells nothing: full.
     return not (0 < first < typical * DEAD_RUN.t("full_first_interval"))
