@@ -92,15 +92,16 @@ def _row_medians(rows: np.ndarray) -> np.ndarray:
     return np.concatenate([median(rows[lo: lo + step], axis=1) for lo in range(0, rows.shape[0], step)])
 
 
-def start_rise(values: np.ndarray, end_points: int) -> tuple[float, float, float]:
+def start_rise(values: np.ndarray, end_points: int, sigma: float | None = None) -> tuple[float, float, float]:
     """How far the end (median of the last `end_points` values) sits above the first
     value, as (ratio end / first, the same in standard errors of the log's own noise,
     sigma). The first value is one logged point (standard error sigma in log space), the
     end a median (MEDIAN_SE * sigma / sqrt k); the noise is `log_noise`, the one TP-DIVERGE
-    uses. A log too short to measure noise gives an infinite z-score for any rise."""
+    uses (`sigma`: that noise, when the caller has measured it). A log too short to
+    measure noise gives an infinite z-score for any rise."""
     k = max(1, min(end_points, values.size))
     ratio = float(median(values[-k:]) / values[0])
-    sigma = log_noise(values)
+    sigma = log_noise(values) if sigma is None else sigma
     se = sigma * np.sqrt(1.0 + MEDIAN_SE**2 / k)
     z = float(np.log(ratio) / se) if se > 0 else (np.inf if ratio > 1 else 0.0)
     return ratio, z, sigma

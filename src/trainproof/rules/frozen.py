@@ -17,7 +17,7 @@ from trainproof import stats
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gradients import G, finite_loss, where
-from trainproof.rules.run import FLAT
+from trainproof.rules.run import FLAT, loss_median
 from trainproof.rules.zeros import printed_resolution
 
 FROZEN = rule(
@@ -142,5 +142,5 @@ def loss_frozen(run: Run) -> list[Finding] | Skip:
 
 def _flat_from_start(s: Series) -> bool:
     """TP-FLAT's own measure: the whole loss within its band."""
-    med = stats.robust_median(s.values)
+    med = loss_median(s)
     return bool(med) and float(s.values.max() - s.values.min()) / abs(med) < FLAT.t("rel_range")

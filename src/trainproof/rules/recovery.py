@@ -15,7 +15,7 @@ from trainproof import stats
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gradients import G, initial_drop_end, where
-from trainproof.rules.run import DIVERGE, divergence_measure, positive_loss
+from trainproof.rules.run import DIVERGE, divergence_measure, loss_noise, positive_loss
 from trainproof.schedule import read_schedule
 
 _plateau = [2.0, 1.8, 1.65, 1.55, 1.5, 1.46, 1.43, 1.41, 1.4, 1.39, 1.38, 1.37, 1.37, 1.36, 1.36, 1.35]
@@ -94,7 +94,7 @@ class Spike(NamedTuple):
 def _spikes(run: Run, s: Series) -> list[Spike]:
     """Every spike (the first point of each) that has its full recovery window."""
     r = SPIKE_UNRECOVERED
-    sigma = stats.log_noise(s.values)  # before the log below: one series-sized array at a time
+    sigma = loss_noise(s)  # TP-DIVERGE's measure of the same loss; before the log below
     if sigma <= 0:
         return []
     v = np.log(s.values)

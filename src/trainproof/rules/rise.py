@@ -218,7 +218,7 @@ def measure_rise(s: Series) -> Rise:
     n = len(s)
     short = n < LOSS_ROSE.t("divergence_points")
     k = 1 if short else end_points(s)
-    ratio, z, sigma = stats.start_rise(s.values, k)
+    ratio, z, sigma = stats.start_rise(s.values, k, loss_noise(s))
     if short:
         return Rise(ratio, z, sigma, k, ratio > LOSS_ROSE.t("ratio"),
                     f"> {LOSS_ROSE.t('ratio')}x, the margin for a log too short to measure its noise "
