@@ -106,6 +106,9 @@ def chunks(request, monkeypatch):
     """The real chunk sizes, or tiny ones: every series then spans many chunks."""
     if request.param == "tiny":
         monkeypatch.setattr(stats, "CHUNK", 7)
+        monkeypatch.setattr(stats, "SELECT_MIN", 5)  # medians selected from chunks...
+        monkeypatch.setattr(stats, "_SAMPLE", 4)
+        monkeypatch.setattr(stats, "_MARGIN", 0)  # ...in brackets that often miss: both ways taken
         monkeypatch.setattr(curves, "CHUNK", 7)
         monkeypatch.setattr(frozen, "_FIRST_CHUNK", 3)
         monkeypatch.setattr(frozen, "_MAX_CHUNK", 11)
@@ -210,3 +213,32 @@ def test_reports_equal_the_replaced_code_on_the_galleries(path, monkeypatch):
     with _reference(monkeypatch):
         old = judge_run(read_run(path))
     _same_report(new, old)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_long_medians_selected_from_chunks_equal_the_partitioned_copy(seed, monkeypatch):
+    """Series past SELECT_MIN at the real sizes: ties, zeros of both signs, Inf, a NaN, and
+    a series whose strided sample sees only one phase of a sawtooth (the bracket misses)."""
+    rng = np.random.default_rng(400 + seed)
+    n = stats.SELECT_MIN + 2 + int(rng.integers(0, 3))  # odd and even, second differences too
+    kind = seed % 4
+    if kind == 0:
+        v = rng.lognormal(0, 1, n)
+    elif kind == 1:
+        v = np.round(rng.standard_normal(n), 1)
+        v[rng.random(n) < 0.3] = rng.choice([0.0, -0.0])
+        v[rng.integers(0, n, 5)] = np.inf
+    elif kind == 2:  # period = the sample's stride: every sampled point is a trough
+        v = np.where(np.arange(n) % (n // stats._SAMPLE) == 0, 0.1, 5.0) + 1e-3 * rng.random(n)
+    else:
+        v = rng.lognormal(0, 1, n)
+        v[int(rng.integers(n))] = np.nan
+    calls = []
+    real = stats._bracketed
+    monkeypatch.setattr(stats, "_bracketed", lambda *a: calls.append(out := real(*a)) or out)
+    assert _same(stats.median(v), _median_ref(v))
+    assert _same(stats.point_noise(v), _point_noise_ref(v))
+    p = np.abs(v) + 0.5
+    assert _same(stats.log_noise(p), _log_noise_ref(p))
+    assert _same(stats.log_noise_detrended(p), _log_noise_detrended_ref(p))
+    assert len(calls) == 4 and (None in calls) == (kind == 2)
