@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from tests.test_judge_equivalence import GALLERIES, _generated_run, _same, _same_report
-from trainproof import curves, stats
+from trainproof import curves, schedule, stats
 from trainproof.engine import judge_run
 from trainproof.parsers import read_run
-from trainproof.rules import frozen, recovery
+from trainproof.rules import frozen, recovery, rise
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # log of a 0 in the series: both sides alike
 
@@ -83,6 +83,24 @@ def _candidates_ref(v, after, window, sigma, bar):
     return np.flatnonzero(after & ((v - stats.trailing_min(v, window)) / sigma > bar))
 
 
+def _moves_ref(values):
+    a, b = values[:-1], values[1:]
+    up = np.where(a > 0, b > a * (1.0 + schedule.SAME_LR), b > 0)
+    down = b < a * (1.0 - schedule.SAME_LR)
+    return up.astype(np.int8) - down.astype(np.int8)
+
+
+def _trailing_median_where_ref(values, window, factor, mask):
+    if factor > 0:
+        mask = mask & (values > factor * stats.trailing_min(values, window))
+    cand = np.flatnonzero(mask)
+    return (cand, *stats.trailing_median_at(values, window, cand))
+
+
+def _typical_interval_ref(steps):
+    return float(_median_ref(np.diff(steps)))
+
+
 def _buckets_ref(steps, lo, width, buckets):
     return np.minimum(((steps - lo) / width * buckets).astype(np.int64), buckets - 1)
 
@@ -98,6 +116,10 @@ def _reference(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         m.setattr(frozen, "_frozen_tail", _frozen_tail_ref)
         m.setattr(recovery, "_candidates", _candidates_ref)
         m.setattr(curves, "_buckets", _buckets_ref)
+        m.setattr(schedule, "_moves", _moves_ref)
+        m.setattr(schedule, "_last", None)
+        m.setattr(stats, "trailing_median_where", _trailing_median_where_ref)
+        m.setattr(rise, "_typical_interval", _typical_interval_ref)
         yield
 
 
@@ -192,9 +214,11 @@ def test_spike_candidates_and_buckets_equal_the_whole_series_code(seed, chunks):
     steps = np.cumsum(rng.integers(1, 4, v.size)).astype(float)
     if steps.size:
         lo, width = float(steps[0]), float(steps[-1] - steps[0]) or 1.0
-        for buckets in (1, 7, 720):
-            assert np.array_equal(curves._buckets(steps, lo, width, buckets),
-                                  _buckets_ref(steps, lo, width, buckets))
+        back = steps.copy()
+        back[int(rng.integers(back.size))] = steps[0] - 1e9  # unsorted, far below: past int16
+        for buckets in (1, 7, 720, 40_000):
+            for at in (steps, back):
+                assert np.array_equal(curves._buckets(at, lo, width, buckets), _buckets_ref(at, lo, width, buckets))
 
 
 # ---------------------------------------------------------------- whole reports
@@ -215,13 +239,14 @@ def test_reports_equal_the_replaced_code_on_the_galleries(path, monkeypatch):
     _same_report(new, old)
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(18))
 def test_long_medians_selected_from_chunks_equal_the_partitioned_copy(seed, monkeypatch):
-    """Series past SELECT_MIN at the real sizes: ties, zeros of both signs, Inf, a NaN, and
-    a series whose strided sample sees only one phase of a sawtooth (the bracket misses)."""
+    """Series past SELECT_MIN at the real sizes: ties, zeros of both signs, Inf, a NaN, a
+    series whose strided sample sees only one phase of a sawtooth (the bracket misses),
+    and ones made of one or two values (every value ties with a bracket's end)."""
     rng = np.random.default_rng(400 + seed)
     n = stats.SELECT_MIN + 2 + int(rng.integers(0, 3))  # odd and even, second differences too
-    kind = seed % 4
+    kind = seed % 6
     if kind == 0:
         v = rng.lognormal(0, 1, n)
     elif kind == 1:
@@ -230,9 +255,13 @@ def test_long_medians_selected_from_chunks_equal_the_partitioned_copy(seed, monk
         v[rng.integers(0, n, 5)] = np.inf
     elif kind == 2:  # period = the sample's stride: every sampled point is a trough
         v = np.where(np.arange(n) % (n // stats._SAMPLE) == 0, 0.1, 5.0) + 1e-3 * rng.random(n)
-    else:
+    elif kind == 3:
         v = rng.lognormal(0, 1, n)
         v[int(rng.integers(n))] = np.nan
+    elif kind == 4:
+        v = np.arange(1.0, n + 1.0)  # steps: every difference 1.0
+    else:
+        v = np.where(rng.random(n) < 0.5, 2.0, 3.0)
     calls = []
     real = stats._bracketed
     monkeypatch.setattr(stats, "_bracketed", lambda *a: calls.append(out := real(*a)) or out)
@@ -242,3 +271,21 @@ def test_long_medians_selected_from_chunks_equal_the_partitioned_copy(seed, monk
     assert _same(stats.log_noise(p), _log_noise_ref(p))
     assert _same(stats.log_noise_detrended(p), _log_noise_detrended_ref(p))
     assert len(calls) == 4 and (None in calls) == (kind == 2)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_lr_moves_spike_candidates_and_intervals_equal_the_whole_series_code(seed, chunks):
+    rng = np.random.default_rng(500 + seed)
+    v = _series(rng, positive=True)
+    if v.size and rng.random() < 0.5:
+        v[rng.random(v.size) < 0.1] = 0.0  # an LR at 0 now and then
+    assert np.array_equal(schedule._moves(v), _moves_ref(v))
+    mask = rng.random(v.size) < 0.8
+    for window, factor in ((1, 2.0), (10, 10.0), (10, 0.0)):
+        got = stats.trailing_median_where(v, window, factor, mask)
+        want = _trailing_median_where_ref(v, window, factor, mask)
+        assert np.array_equal(got[0], want[0]) and _same(got[1], want[1]) and np.array_equal(got[2], want[2])
+    steps = np.cumsum(rng.integers(1, 5, v.size)).astype(float)
+    if steps.size > 1:
+        assert _same(rise._typical_interval(steps), _typical_interval_ref(steps))
+        assert _same(rise._typical_interval(steps[::-1].copy()), _typical_interval_ref(steps[::-1]))

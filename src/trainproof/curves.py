@@ -51,13 +51,19 @@ def thin(steps: np.ndarray, values: np.ndarray, buckets: int, keep: Sequence[flo
 def _buckets(steps: np.ndarray, lo: float, width: float, buckets: int) -> np.ndarray:
     """Each point's bucket, min(int((step - lo) / width * buckets), buckets - 1), computed a
     chunk at a time into one array: the same arithmetic per point, without four temporaries
-    the size of the series (#14)."""
-    col = np.empty(steps.size, dtype=np.int64)
+    the size of the series (#14). Stored as int16 while every bucket fits (the buckets
+    compare and sort alike; 10 MB for 5M points instead of 38)."""
+    col = np.empty(steps.size, dtype=np.int16 if buckets <= _NARROW else np.int64)
     for a in range(0, steps.size, CHUNK):
-        part = (steps[a: a + CHUNK] - lo) / width * buckets
-        np.minimum(part.astype(np.int64), buckets - 1, out=col[a: a + CHUNK])
+        part = np.minimum(((steps[a: a + CHUNK] - lo) / width * buckets).astype(np.int64), buckets - 1)
+        if col.dtype != part.dtype and part.size and part.min() < -_NARROW:  # unsorted steps far below
+            # the first: the buckets as computed, in int64 (an int16 would wrap)
+            col = col.astype(np.int64)
+        col[a: a + CHUNK] = part
     return col
 
+
+_NARROW = (1 << 15) - 1  # the largest int16
 
 _STRETCHES = 4096  # more buckets than this (no chart has them) are sorted, not looped over
 

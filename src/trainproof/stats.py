@@ -66,31 +66,43 @@ _MARGIN = 8  # ranks of the sample kept each side of the middle, per sqrt(sample
 
 
 def _bracketed(parts: Iterable[np.ndarray], n: int, sample: np.ndarray) -> Any:
-    """`median` of the n values `parts` yields (float64 chunks, read once), keeping only
-    the values between two quantiles of `sample` (a few thousand of them) that should
-    hold the middle one or two, and counting those below: when the count says the middle
-    ranks fall inside the kept values, they are selected there - the same order
-    statistics, so the same median (the +0.0 below gives a middle zero one sign, as
-    `median` does). None when they fall outside (a sample unlike the values): the
-    caller takes the median of everything."""
+    """`median` of the n values `parts` yields (float64 chunks, read once), without a copy
+    of them all: two quantiles of `sample` (a few thousand of the values) bracket the
+    middle ones; the values below the bracket and those equal to either end are counted
+    and only those strictly inside are kept. When the counts put the middle ranks in the
+    bracket, the values there are the same order statistics as in a sorted copy, so the
+    median is the same (the +0.0 below gives a middle zero one sign, as `median` does).
+    None when they fall outside (a sample unlike the values): the caller takes the median
+    of everything."""
     k = n // 2
     first = k - 1 if n % 2 == 0 else k
     srt = np.sort(sample)
     m, margin = srt.size, int(_MARGIN * np.sqrt(srt.size)) + _MARGIN
     lo = srt[max(0, first * m // n - margin)]
     hi = srt[min(m - 1, k * m // n + margin)]
-    below, kept = 0, []
+    below = at_lo = at_hi = 0
+    kept = []
     for part in parts:
         if np.isnan(part).any():
             return np.float64(np.nan)
         below += int(np.count_nonzero(part < lo))
-        kept.append(part[(part >= lo) & (part <= hi)])
-    mid = np.concatenate(kept) if kept else np.empty(0)
-    if not (below <= first and k < below + mid.size):
+        at_lo += int(np.count_nonzero(part == lo))
+        if hi > lo:  # ties at either end are counted, not kept (a series of equal steps)
+            at_hi += int(np.count_nonzero(part == hi))
+            kept.append(part[(part > lo) & (part < hi)])
+    inside = np.concatenate(kept) if kept else np.empty(0)
+    ranks = [r - below - at_lo for r in (first, k)]
+    if first < below or k >= below + at_lo + inside.size + at_hi:
         return None
-    mid.partition([first - below, k - below])
-    top = mid[k - below]
-    return np.float64(top + 0.0) if n % 2 else np.float64((mid[first - below] + top + 0.0) / 2)
+    want = sorted({r for r in ranks if 0 <= r < inside.size})
+    if want:
+        inside.partition(want)
+
+    def value(r: int) -> Any:
+        return lo if r < 0 else inside[r] if r < inside.size else hi
+
+    top = value(ranks[1])
+    return np.float64(top + 0.0) if n % 2 else np.float64((value(ranks[0]) + top + 0.0) / 2)
 
 
 def diff_median(values: np.ndarray, n: int, log: bool) -> Any:
@@ -299,10 +311,29 @@ def trailing_median_where(values: np.ndarray, window: int, factor: float,
     A point above `factor` x a window's median is above `factor` x its least value (a
     median is never below it), so one pass per window position leaves a few candidates
     instead of a window sorted for each of 5M points."""
-    if factor > 0:
-        mask = mask & (values > factor * trailing_min(values, window))
+    if factor > 0:  # a chunk at a time, each with the window before it (as recovery._candidates)
+        hot = np.empty(values.size, dtype=bool)
+        for lo in range(0, values.size, CHUNK):
+            hi, first = min(lo + CHUNK, values.size), max(0, lo - window)
+            low = trailing_min(values[first:hi], window)[lo - first:]
+            hot[lo:hi] = mask[lo:hi] & (values[lo:hi] > factor * low)
+        mask = hot
     cand = np.flatnonzero(mask)
     return (cand, *trailing_median_at(values, window, cand))
+
+
+class AtPoints:
+    """Values known at a few sorted indices of a series, read as series[i] at those
+    indices only: e.g. the local medians at spike candidates, without a series-sized
+    array of NaN around them (38 MiB on a 5M-point grad_norm, #14)."""
+
+    __slots__ = ("_at", "_values")
+
+    def __init__(self, at: np.ndarray, values: np.ndarray) -> None:
+        self._at, self._values = at, values
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._values[np.searchsorted(self._at, i)]
 
 
 def trailing_min(values: np.ndarray, window: int) -> np.ndarray:
