@@ -90,6 +90,13 @@ def _moves_ref(values):
     return up.astype(np.int8) - down.astype(np.int8)
 
 
+def _zero_touches_ref(values):
+    zero = values == 0.0
+    before = np.concatenate(([False], zero[:-1]))
+    after = np.concatenate((zero[1:], [False]))
+    return [int(i) for i in np.flatnonzero(zero & ~before & ~after)]
+
+
 def _trailing_median_where_ref(values, window, factor, mask):
     if factor > 0:
         mask = mask & (values > factor * stats.trailing_min(values, window))
@@ -115,8 +122,10 @@ def _reference(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             m.setattr(stats, name, fn)
         m.setattr(frozen, "_frozen_tail", _frozen_tail_ref)
         m.setattr(recovery, "_candidates", _candidates_ref)
+        m.setattr(recovery, "LogView", np.log)  # the whole series' log, as it was
         m.setattr(curves, "_buckets", _buckets_ref)
         m.setattr(schedule, "_moves", _moves_ref)
+        m.setattr(schedule, "_zero_touches", _zero_touches_ref)
         m.setattr(schedule, "_last", None)
         m.setattr(stats, "trailing_median_where", _trailing_median_where_ref)
         m.setattr(rise, "_typical_interval", _typical_interval_ref)
@@ -280,6 +289,7 @@ def test_lr_moves_spike_candidates_and_intervals_equal_the_whole_series_code(see
     if v.size and rng.random() < 0.5:
         v[rng.random(v.size) < 0.1] = 0.0  # an LR at 0 now and then
     assert np.array_equal(schedule._moves(v), _moves_ref(v))
+    assert schedule._zero_touches(v) == _zero_touches_ref(v)
     mask = rng.random(v.size) < 0.8
     for window, factor in ((1, 2.0), (10, 10.0), (10, 0.0)):
         got = stats.trailing_median_where(v, window, factor, mask)

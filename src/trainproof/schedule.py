@@ -166,7 +166,11 @@ def _zero_touches(values: np.ndarray) -> list[int]:
     """Single logged points at exactly 0 (neighbours, where they exist, above 0) in a
     series that has positive values: the point where a schedule passes through 0 (a
     warm-up from 0, a decay to 0, a cycle's trough), not a stretch spent at lr = 0."""
-    zero = values == 0.0
-    before = np.concatenate(([False], zero[:-1]))
-    after = np.concatenate((zero[1:], [False]))
-    return [int(i) for i in np.flatnonzero(zero & ~before & ~after)]
+    at = np.flatnonzero(values == 0.0)  # the zeros, then their neighbours: no series-sized masks
+    before = np.zeros(at.size, dtype=bool)
+    after = np.zeros(at.size, dtype=bool)
+    inner = at > 0
+    before[inner] = values[at[inner] - 1] == 0.0
+    inner = at < values.size - 1
+    after[inner] = values[at[inner] + 1] == 0.0
+    return [int(i) for i in at[~before & ~after]]
