@@ -299,3 +299,19 @@ def test_lr_moves_spike_candidates_and_intervals_equal_the_whole_series_code(see
     if steps.size > 1:
         assert _same(rise._typical_interval(steps), _typical_interval_ref(steps))
         assert _same(rise._typical_interval(steps[::-1].copy()), _typical_interval_ref(steps[::-1]))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_curve_stretches_equal_the_whole_series_masks(seed, chunks):
+    rng = np.random.default_rng(600 + seed)
+    n = int(rng.choice([0, 1, 2, 8, 9, 100, 70_000]))
+    col = np.sort(rng.integers(0, 50, n)).astype(np.int16)
+    if n > 2 and seed % 2:
+        col[int(rng.integers(n))] = -3  # unsorted
+    starts, ascending = curves._stretches(col)
+    assert np.array_equal(starts, np.flatnonzero(np.r_[True, col[1:] != col[:-1]]))
+    assert ascending == bool(np.all(col[1:] >= col[:-1]))
+    v = rng.standard_normal(n)
+    if n and seed % 3 == 0:
+        v[int(rng.integers(n))] = rng.choice([np.nan, np.inf])
+    assert curves._all_finite(v) == bool(np.isfinite(v).all())

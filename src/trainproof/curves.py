@@ -33,8 +33,8 @@ def cited_steps(findings: Iterable[Finding]) -> list[float]:
 def thin(steps: np.ndarray, values: np.ndarray, buckets: int, keep: Sequence[float] = ()) -> Curve:
     """At most ~2*buckets finite points of (steps, values): each bucket's lowest and highest,
     the first and last point, and the point at (or nearest before) every step in `keep`."""
-    ok = np.isfinite(values) & np.isfinite(steps)
-    if not ok.all():
+    if not (_all_finite(values) and _all_finite(steps)):
+        ok = np.isfinite(values) & np.isfinite(steps)
         steps, values = steps[ok], values[ok]
     n = int(steps.size)
     if n <= 2 * buckets:
@@ -68,12 +68,30 @@ _NARROW = (1 << 15) - 1  # the largest int16
 _STRETCHES = 4096  # more buckets than this (no chart has them) are sorted, not looped over
 
 
+def _all_finite(a: np.ndarray) -> bool:
+    """np.isfinite(a).all(), a chunk at a time (no series-sized mask when it is)."""
+    return all(bool(np.isfinite(a[i: i + CHUNK]).all()) for i in range(0, a.size, CHUNK))
+
+
+def _stretches(col: np.ndarray) -> tuple[np.ndarray, bool]:
+    """(np.flatnonzero(np.r_[True, col[1:] != col[:-1]]), np.all(col[1:] >= col[:-1])),
+    a chunk at a time: each chunk compared with the one element before it, so no
+    series-sized masks (#14)."""
+    starts, ascending = [np.zeros(1, dtype=np.intp)], True
+    for i in range(1, col.size, CHUNK):
+        a, b = col[i - 1: i - 1 + CHUNK], col[i: i + CHUNK]
+        a = a[: b.size]
+        starts.append(np.flatnonzero(b != a) + i)
+        ascending = ascending and bool(np.all(b >= a))
+    return np.concatenate(starts), ascending
+
+
 def _extremes(values: np.ndarray, col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each bucket that has points, the index of its lowest value (the first of equal
     ones) and of its highest (the last of equal ones): what a stable sort by (bucket,
     value) puts first and last in each bucket."""
-    starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
-    if starts.size > _STRETCHES or not np.all(col[1:] >= col[:-1]):
+    starts, ascending = _stretches(col)
+    if starts.size > _STRETCHES or not ascending:
         order = np.lexsort((values, col))  # by bucket, then by value within the bucket
         sorted_col = col[order]
         first = np.flatnonzero(np.r_[True, sorted_col[1:] != sorted_col[:-1]])
