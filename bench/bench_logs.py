@@ -58,9 +58,10 @@ print(len(cols.get("loss", [])))
 """
 
 
-def measure(cmd: list[str], py: str) -> tuple[float, float, float]:
-    """(wall seconds, peak RSS in MB, CPU seconds) of one child process."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")} if cmd[0] == py else None
+def measure(cmd: list[str], py: str, src: str | None = None) -> tuple[float, float, float]:
+    """(wall seconds, peak RSS in MB, CPU seconds) of one child process; `src` is the
+    checkout's src/ it imports (default this one's)."""
+    env = {**os.environ, "PYTHONPATH": src or str(ROOT / "src")} if cmd[0] == py else None
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -90,6 +91,8 @@ def main() -> int:
     ap.add_argument("--old-repeat", type=int, default=1, help="runs of trainproof 0.22.0 (slow)")
     ap.add_argument("--python", default=sys.executable, help="interpreter for this checkout and the raw read")
     ap.add_argument("--only", choices=("hf", "jsonl"), help="one input only")
+    ap.add_argument("--base-src", help="another checkout's src/ (e.g. main's: git archive main src | tar -x "
+                    "-C /tmp/base), run as 'base' interleaved with this one")
     args = ap.parse_args()
     py = args.python
     compileall.compile_dir(ROOT / "src", quiet=1)
@@ -105,13 +108,17 @@ def main() -> int:
         tools = {"raw read": [py, "-c", RAW, path], "trainproof": [*tp, str(path), "--json"]}
         if args.naive:
             tools["naive"] = [py, "-c", naive, path]
+        if args.base_src:
+            compileall.compile_dir(args.base_src, quiet=1)
+            tools["base"] = [*tp, str(path), "--json"]
         if OLD.exists():
             tools["0.22.0"] = [str(OLD), "-m", "trainproof", "epoch", str(path), "--json"]
         results: dict[str, list[tuple[float, float, float]]] = {k: [] for k in tools}
         for i in range(args.repeat):  # interleaved, so load changes hit every tool alike
             for name, cmd in tools.items():
                 if name != "0.22.0" or i < args.old_repeat:
-                    results[name].append(measure([str(c) for c in cmd], py))
+                    results[name].append(measure([str(c) for c in cmd], py,
+                                                 args.base_src if name == "base" else None))
         med = {k: (statistics.median(r[0] for r in v), max(r[1] for r in v), statistics.median(r[2] for r in v))
                for k, v in results.items()}
         size = f"{path.stat().st_size / 1e6:.0f} MB"

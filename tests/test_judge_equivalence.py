@@ -21,7 +21,7 @@ from trainproof.engine import judge_run
 from trainproof.model import Run, Series
 from trainproof.parsers import build_run, read_run
 from trainproof.parsers.base import RawLog
-from trainproof.rules import gradients, recovery, rise
+from trainproof.rules import frozen, gradients, recovery, rise
 from trainproof.rules import run as run_rules
 from trainproof.rules.base import overridden_thresholds
 from trainproof.schedule import read_schedule
@@ -164,9 +164,9 @@ def _reference(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         m.setattr(recovery, "_spikes", _recovery_spikes_reference)
         m.setattr(schedule, "_read", _schedule_reference)
         m.setattr(schedule, "_last", None)  # the schedule remembered from the run judged before
-        for module in (run_rules, rise, gradients):  # memo.last_series: measured again at every call
-            for name in ("loss_blocks", "loss_noise", "_divergence", "measure_rise", "first_point_is_full",
-                         "_drop_end"):
+        for module in (run_rules, rise, gradients, frozen, recovery):  # memo.last_series: measured again
+            for name in ("loss_blocks", "loss_noise", "loss_median", "_divergence", "measure_rise",
+                         "first_point_is_full", "_drop_end"):
                 fn = getattr(module, name, None)
                 if fn is not None and hasattr(fn, "__wrapped__"):
                     m.setattr(module, name, fn.__wrapped__)

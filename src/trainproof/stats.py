@@ -4,6 +4,7 @@ that decide verdicts are passed in from the rule declarations."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -22,23 +23,120 @@ class Blocks(NamedTuple):
     size: int
 
 
-def median(values: np.ndarray, axis: int | None = None) -> Any:
+def median(values: np.ndarray, axis: int | None = None, overwrite: bool = False) -> Any:
     """np.median's result (of the whole array, or along `axis`), NaN wherever a NaN is
     present, without np.median's first call importing numpy.ma (~10 ms, a fifth of a
-    short log's whole judging run). Same value, sign of zero included."""
+    short log's whole judging run). Same value, sign of zero included. `overwrite`: the
+    caller gives up `values` (a float64 temporary of its own), which is partitioned in
+    place instead of copied - np.partition is a copy partitioned in place, so the values
+    selected are the same, and a 5M-point median costs no second 38 MiB (#14)."""
     a = np.asarray(values, dtype=np.float64)
     if axis is None:
         a, axis = a.ravel(), 0
     n = a.shape[axis]
+    if a.ndim == 1 and n >= SELECT_MIN and not overwrite:
+        got = _bracketed((a[lo: lo + CHUNK] for lo in range(0, n, CHUNK)), n, a[:: n // _SAMPLE])
+        if got is not None:
+            return got
     if n == 0:
         return np.float64(np.nan) if a.ndim == 1 else np.full(np.delete(a.shape, axis), np.nan)
     k = n // 2
-    part = np.partition(a, [k - 1, k] if n % 2 == 0 else k, axis=axis)
+    kth = [k - 1, k] if n % 2 == 0 else k
+    if overwrite and a.flags.writeable:
+        a.partition(kth, axis=axis)
+        part = a
+    else:
+        part = np.partition(a, kth, axis=axis)
     mid = part.take(k, axis=axis)
     # np.median takes the mean of the middle one or two, a sum that starts from +0.0:
     # adding 0.0 gives a middle -0.0 the same sign it gets there
     mid = (mid + 0.0) if n % 2 else (part.take(k - 1, axis=axis) + mid + 0.0) / 2
-    return np.where(np.isnan(a).any(axis=axis), np.nan, mid)[()]
+    return np.where(np.isnan(part).any(axis=axis), np.nan, mid)[()]
+
+
+CHUNK = 1 << 16  # elements a chunked pass handles at a time (512 KiB of float64)
+
+
+# A median of this many values or more is selected from chunks (_bracketed) instead of a
+# partitioned copy: 38 MiB less at the peak of judging a 5M-point series (#14).
+SELECT_MIN = 1 << 18
+_SAMPLE = 1 << 14  # values in the sample that brackets the middle ones
+_MARGIN = 8  # ranks of the sample kept each side of the middle, per sqrt(sample size): a
+# sample rank's spread is ~0.5 sqrt(size), so a miss needs values unlike their sample
+
+
+def _bracketed(parts: Iterable[np.ndarray], n: int, sample: np.ndarray) -> Any:
+    """`median` of the n values `parts` yields (float64 chunks, read once), without a copy
+    of them all: two quantiles of `sample` (a few thousand of the values) bracket the
+    middle ones; the values below the bracket and those equal to either end are counted
+    and only those strictly inside are kept. When the counts put the middle ranks in the
+    bracket, the values there are the same order statistics as in a sorted copy, so the
+    median is the same (the +0.0 below gives a middle zero one sign, as `median` does).
+    None when they fall outside (a sample unlike the values): the caller takes the median
+    of everything."""
+    k = n // 2
+    first = k - 1 if n % 2 == 0 else k
+    srt = np.sort(sample)
+    m, margin = srt.size, int(_MARGIN * np.sqrt(srt.size)) + _MARGIN
+    lo = srt[max(0, first * m // n - margin)]
+    hi = srt[min(m - 1, k * m // n + margin)]
+    below = at_lo = at_hi = 0
+    kept = []
+    for part in parts:
+        if np.isnan(part).any():
+            return np.float64(np.nan)
+        below += int(np.count_nonzero(part < lo))
+        at_lo += int(np.count_nonzero(part == lo))
+        if hi > lo:  # ties at either end are counted, not kept (a series of equal steps)
+            at_hi += int(np.count_nonzero(part == hi))
+            kept.append(part[(part > lo) & (part < hi)])
+    inside = np.concatenate(kept) if kept else np.empty(0)
+    ranks = [r - below - at_lo for r in (first, k)]
+    if first < below or k >= below + at_lo + inside.size + at_hi:
+        return None
+    want = sorted({r for r in ranks if 0 <= r < inside.size})
+    if want:
+        inside.partition(want)
+
+    def value(r: int) -> Any:
+        return lo if r < 0 else inside[r] if r < inside.size else hi
+
+    top = value(ranks[1])
+    return np.float64(top + 0.0) if n % 2 else np.float64((value(ranks[0]) + top + 0.0) / 2)
+
+
+def diff_median(values: np.ndarray, n: int, log: bool) -> Any:
+    """median(|np.diff(f(values), n)|), f = np.log or the values as they are: on a long
+    float64 series a chunk at a time (_bracketed), with no series-sized array at all;
+    else, or when the sample missed, the differences of one copy made in place."""
+    x = np.asarray(values)
+    size = x.size - n
+    if x.dtype != np.float64:  # integers: differenced as integers, as np.diff does
+        return median(np.abs(np.diff(np.log(x) if log else x, n=n)))
+    f = np.log if log else np.array  # np.array: a copy to difference in place
+    if size >= SELECT_MIN:
+        at = np.arange(0, size, size // _SAMPLE)[:, None] + np.arange(n + 1)
+        sample = np.abs(np.diff(f(x[at]), n=n, axis=1)).ravel()
+        parts = (abs_diff_in_place(f(x[lo: min(lo + CHUNK, size) + n]), n) for lo in range(0, size, CHUNK))
+        got = _bracketed(parts, size, sample)
+        if got is not None:
+            return got
+    return median(abs_diff_in_place(f(x), n), overwrite=True)
+
+
+def abs_diff_in_place(x: np.ndarray, n: int = 1) -> np.ndarray:
+    """np.abs(np.diff(x, n=n)), written over `x` (a float64 temporary the caller owns and
+    gives up) a chunk at a time: element i becomes x[i + 1] - x[i] before element i + 1 is
+    read as a left operand, so no full-size difference array is made. The same
+    subtractions as np.diff, so the same values. Returns the view x[:-n]."""
+    for _ in range(n):
+        m = x.size - 1
+        for lo in range(0, m, CHUNK):
+            hi = min(lo + CHUNK, m)
+            np.subtract(x[lo + 1: hi + 1], x[lo:hi], out=x[lo:hi])
+        x = x[:m]
+    np.abs(x, out=x)
+    return x
 
 
 def block_medians(steps: np.ndarray, values: np.ndarray, min_size: int, max_blocks: int) -> Blocks:
@@ -47,7 +145,7 @@ def block_medians(steps: np.ndarray, values: np.ndarray, min_size: int, max_bloc
     if size == 1:
         return Blocks(values, steps, 1)
     head = n - (n // size) * size  # points before the end-aligned blocks
-    meds = median(values[head:].reshape(-1, size), axis=1)
+    meds = _row_medians(values[head:].reshape(-1, size))
     mids = steps[head:].reshape(-1, size)[:, size // 2]
     if head:
         # A short first block would make `start` the median of 1 or 2 points, so a
@@ -57,15 +155,25 @@ def block_medians(steps: np.ndarray, values: np.ndarray, min_size: int, max_bloc
     return Blocks(meds, mids, size)
 
 
-def start_rise(values: np.ndarray, end_points: int) -> tuple[float, float, float]:
+def _row_medians(rows: np.ndarray) -> np.ndarray:
+    """median(rows, axis=1), a bounded number of rows at a time: each row is partitioned on
+    its own, so the medians are the same, without a partitioned copy of the whole series."""
+    step = max(1, CHUNK // rows.shape[1])
+    if rows.shape[0] <= step:
+        return median(rows, axis=1)
+    return np.concatenate([median(rows[lo: lo + step], axis=1) for lo in range(0, rows.shape[0], step)])
+
+
+def start_rise(values: np.ndarray, end_points: int, sigma: float | None = None) -> tuple[float, float, float]:
     """How far the end (median of the last `end_points` values) sits above the first
     value, as (ratio end / first, the same in standard errors of the log's own noise,
     sigma). The first value is one logged point (standard error sigma in log space), the
     end a median (MEDIAN_SE * sigma / sqrt k); the noise is `log_noise`, the one TP-DIVERGE
-    uses. A log too short to measure noise gives an infinite z-score for any rise."""
+    uses (`sigma`: that noise, when the caller has measured it). A log too short to
+    measure noise gives an infinite z-score for any rise."""
     k = max(1, min(end_points, values.size))
     ratio = float(median(values[-k:]) / values[0])
-    sigma = log_noise(values)
+    sigma = log_noise(values) if sigma is None else sigma
     se = sigma * np.sqrt(1.0 + MEDIAN_SE**2 / k)
     z = float(np.log(ratio) / se) if se > 0 else (np.inf if ratio > 1 else 0.0)
     return ratio, z, sigma
@@ -132,7 +240,7 @@ def log_noise(values: np.ndarray) -> float:
     spikes, 1.4826 turns a MAD into a normal sigma, sqrt 2 undoes differencing."""
     if values.size < 3:
         return 0.0
-    return float(1.4826 * median(np.abs(np.diff(np.log(values)))) / np.sqrt(2.0))
+    return float(1.4826 * diff_median(values, 1, log=True) / np.sqrt(2.0))
 
 
 def log_noise_detrended(values: np.ndarray) -> float:
@@ -143,7 +251,7 @@ def log_noise_detrended(values: np.ndarray) -> float:
     locally straight trend (sqrt 6 undoes differencing twice)."""
     if values.size < 4:
         return 0.0
-    return float(1.4826 * median(np.abs(np.diff(np.log(values), n=2))) / np.sqrt(6.0))
+    return float(1.4826 * diff_median(values, 2, log=True) / np.sqrt(6.0))
 
 
 def point_noise(values: np.ndarray) -> float:
@@ -153,7 +261,7 @@ def point_noise(values: np.ndarray) -> float:
     that must not change when the series is shifted or rescaled."""
     if values.size < 3:
         return 0.0
-    return float(1.4826 * median(np.abs(np.diff(values))) / np.sqrt(2.0))
+    return float(1.4826 * diff_median(values, 1, log=False) / np.sqrt(2.0))
 
 
 def trailing_median(values: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
@@ -203,10 +311,29 @@ def trailing_median_where(values: np.ndarray, window: int, factor: float,
     A point above `factor` x a window's median is above `factor` x its least value (a
     median is never below it), so one pass per window position leaves a few candidates
     instead of a window sorted for each of 5M points."""
-    if factor > 0:
-        mask = mask & (values > factor * trailing_min(values, window))
+    if factor > 0:  # a chunk at a time, each with the window before it (as recovery._candidates)
+        hot = np.empty(values.size, dtype=bool)
+        for lo in range(0, values.size, CHUNK):
+            hi, first = min(lo + CHUNK, values.size), max(0, lo - window)
+            low = trailing_min(values[first:hi], window)[lo - first:]
+            hot[lo:hi] = mask[lo:hi] & (values[lo:hi] > factor * low)
+        mask = hot
     cand = np.flatnonzero(mask)
     return (cand, *trailing_median_at(values, window, cand))
+
+
+class AtPoints:
+    """Values known at a few sorted indices of a series, read as series[i] at those
+    indices only: e.g. the local medians at spike candidates, without a series-sized
+    array of NaN around them (38 MiB on a 5M-point grad_norm, #14)."""
+
+    __slots__ = ("_at", "_values")
+
+    def __init__(self, at: np.ndarray, values: np.ndarray) -> None:
+        self._at, self._values = at, values
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._values[np.searchsorted(self._at, i)]
 
 
 def trailing_min(values: np.ndarray, window: int) -> np.ndarray:
@@ -242,10 +369,20 @@ def _nanmedian_rows(win: np.ndarray, count: np.ndarray) -> np.ndarray:
 def printed_decimals(values: np.ndarray, most: int) -> int:
     """The decimals the logger printed: the fewest that every finite non-zero value fits,
     to within float arithmetic (a mean of two 4-decimal values is 0.45645000000000002),
-    or `most` + 1 when more are needed (the values were not rounded to fixed decimals)."""
-    v = np.abs(values[np.isfinite(values) & (values != 0)])
-    for d in range(most + 1):
-        x = v * 10.0**d
-        if np.all(np.abs(x - np.round(x)) <= 1e-9 * np.maximum(1.0, x)):
-            return d
-    return most + 1
+    or `most` + 1 when more are needed (the values were not rounded to fixed decimals).
+    Tested a chunk at a time, each chunk only for the counts of decimals every chunk
+    before it fitted: the same elementwise test as on the whole array, and a
+    full-precision series is settled by its first chunk (no 5M-point temporaries, #14)."""
+    alive = list(range(most + 1))
+    for lo in range(0, values.size, CHUNK):
+        part = values[lo: lo + CHUNK]
+        v = np.abs(part[np.isfinite(part) & (part != 0)])
+        alive = [d for d in alive if _fits(v, d)]
+        if not alive:
+            break
+    return alive[0] if alive else most + 1
+
+
+def _fits(v: np.ndarray, d: int) -> bool:
+    x = v * 10.0**d
+    return bool(np.all(np.abs(x - np.round(x)) <= 1e-9 * np.maximum(1.0, x)))

@@ -49,9 +49,16 @@ Getter = Callable[[str], list[Any]]  # a key -> every row's value for it, None w
 
 
 def steps_for(rows: list[dict[str, Any]], step_key: str | None, first_index: int,
-              may_have_bools: bool = True, get: Getter | None = None) -> np.ndarray:
-    """Each row's step; rows without one inherit the previous row's (or their index)."""
+              may_have_bools: bool = True, get: Getter | None = None, cells: Cells | None = None) -> np.ndarray:
+    """Each row's step; rows without one inherit the previous row's (or their index).
+    `cells` (typed rows, no booleans): a step in every row, converted as the cells are read
+    (the conversion to_float_array applies to the list) - no list of 5M steps; any NaN or
+    Inf (a gap, a literal numpy reads as one) takes the list way below."""
     n = len(rows)
+    if step_key is not None and cells is not None and n:
+        got = _dense(step_key, cells, n)
+        if got is not None and not (np.isnan(got).any() or np.isinf(got).any()):
+            return got
     index = np.arange(first_index, first_index + n, dtype=np.float64)
     if step_key is None:
         return index
@@ -121,6 +128,18 @@ def add_rows(rows: list[dict[str, Any]], cols: Columns, first_index: int, step_k
 Cells = Callable[[str], "tuple[Iterator[Any], Callable[[int], Any]] | None"]
 
 
+def _dense(key: str, cells: Cells, n: int, got: Any = None) -> np.ndarray | None:
+    """`key`'s cells converted by np.fromiter as they are read (None reads as NaN), or None
+    when the first row has none or a cell does not convert."""
+    got = cells(key) if got is None else got
+    if got is None:
+        return None
+    try:
+        return np.fromiter(got[0], dtype=np.float64, count=n)
+    except (ValueError, TypeError, OverflowError):
+        return None
+
+
 def _streamed(key: str, cells: Cells, n: int, steps: np.ndarray, cols: Columns) -> bool:
     """_numbers without the list of cells (typed rows only, which hold no boolean): numpy
     converts the cells as they are read, the same conversion np.array applies to the list.
@@ -129,16 +148,13 @@ def _streamed(key: str, cells: Cells, n: int, steps: np.ndarray, cols: Columns) 
     got = cells(key)
     if got is None:
         return False
-    it, cell = got
-    try:
-        arr = np.fromiter(it, dtype=np.float64, count=n)
-    except (ValueError, TypeError, OverflowError):
-        return False
-    if np.isinf(arr).any():
+    arr = _dense(key, cells, n, got)
+    if arr is None or np.isinf(arr).any():
         return False
     nan = np.flatnonzero(np.isnan(arr))
     if nan.size > _FEW_MISSING:
         return False
+    cell = got[1]
     gaps = [i for i in nan.tolist() if cell(i) is None]
     if not gaps:
         cols.extend(key, steps, arr)
@@ -154,7 +170,8 @@ def add_columns(rows: list[Any], keys: Iterable[str], get: Getter, cols: Columns
     """The columns of decoded rows, whatever holds them (dicts, or typed.py's structs):
     `get(key)` gives every row's value for `key`, None where the row has none; `cells`
     (typed rows) the same without building the list."""
-    steps = steps_for(rows, step_key, first_index, may_have_bools, get)
+    steps = steps_for(rows, step_key, first_index, may_have_bools, get,
+                      cells if cells is not None and not may_have_bools else None)
     for key in keys:
         if key == step_key:
             continue

@@ -17,7 +17,7 @@ from trainproof import stats
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gradients import G, finite_loss, where
-from trainproof.rules.run import FLAT
+from trainproof.rules.run import FLAT, loss_median
 from trainproof.rules.zeros import printed_resolution
 
 FROZEN = rule(
@@ -85,13 +85,36 @@ def _frozen_tail(values: np.ndarray, rel: float) -> _Tail:
     """The longest suffix whose range is within `rel` of its smallest magnitude, all of one
     sign (a run of exact zeros counts: the caller leaves those to zero-loss). Growing a
     suffix only widens its range and lowers its smallest magnitude, so the suffixes that
-    qualify are exactly the first ones: counted with running extremes from the end."""
-    back = values[::-1]
-    hi, lo = np.maximum.accumulate(back), np.minimum.accumulate(back)
-    broken = (hi * lo < 0) | (hi - lo > rel * np.minimum(np.abs(hi), np.abs(lo)))
-    n = int(np.argmax(broken)) if broken.any() else values.size
-    start = values.size - n
-    return _Tail(start, float(stats.median(values[start:])), float(hi[n - 1] - lo[n - 1]))
+    qualify are exactly the first ones: counted with running extremes from the end, a
+    chunk at a time (growing from 1,024 points), stopping at the first suffix that does not
+    qualify - a loss that moves is settled within its last points, with no 5M-point
+    temporaries (#14). Each chunk's running extremes start from the last ones of the chunk
+    before, so every extreme is the same sequence of pairwise max/min as over the whole."""
+    total, end, size = values.size, values.size, _FIRST_CHUNK
+    hi_end = lo_end = hi = lo = np.empty(0)
+    while end > 0:
+        lo_i = max(0, end - size)
+        back = values[lo_i:end][::-1]
+        hi = np.maximum.accumulate(np.concatenate((hi_end, back)))[hi_end.size:]
+        lo = np.minimum.accumulate(np.concatenate((lo_end, back)))[lo_end.size:]
+        broken = (hi * lo < 0) | (hi - lo > rel * np.minimum(np.abs(hi), np.abs(lo)))
+        if broken.any():
+            k = int(np.argmax(broken))
+            n = total - end + k
+            if k == 0:  # the suffix before this chunk was the longest; its extremes are the carry
+                hi, lo, k = hi_end, lo_end, 1
+            break
+        hi_end, lo_end, end, size = hi[-1:], lo[-1:], lo_i, min(2 * size, _MAX_CHUNK)
+    else:
+        n, k = total, hi.size
+    start = total - n
+    if n == 0:  # only when the last point alone does not qualify (not for finite values)
+        return _Tail(start, float(stats.median(values[start:])), float(values.max() - values.min()))
+    return _Tail(start, float(stats.median(values[start:])), float(hi[k - 1] - lo[k - 1]))
+
+
+_FIRST_CHUNK = 1024  # points of the tail tested first; each next chunk twice the size...
+_MAX_CHUNK = 1 << 16  # ...up to this
 
 
 @check("frozen-loss", FROZEN, after="flat-loss")
@@ -119,5 +142,5 @@ def loss_frozen(run: Run) -> list[Finding] | Skip:
 
 def _flat_from_start(s: Series) -> bool:
     """TP-FLAT's own measure: the whole loss within its band."""
-    med = stats.robust_median(s.values)
+    med = loss_median(s)
     return bool(med) and float(s.values.max() - s.values.min()) / abs(med) < FLAT.t("rel_range")

@@ -349,14 +349,13 @@ def _drop_end(loss: Series) -> float | None:
     return float(f.steps[min(j, v.size - 1)])
 
 
-def _spikes(run: Run, f: Series) -> tuple[np.ndarray, np.ndarray, float]:
-    """(indices of judged spikes, local medians (NaN where not needed), the start step)."""
+def _spikes(run: Run, f: Series) -> tuple[np.ndarray, stats.AtPoints, float]:
+    """(indices of judged spikes, local medians at the candidates, the start step)."""
     edges = [float(f.steps[0]), read_schedule(run).warmup_end, initial_drop_end(run)]
     start = max(e for e in edges if e is not None)
     ratio, maybe = _SPIKE["ratio"].value, (f.steps > start) & (f.values > _SPIKE["floor"].value)
     cand, med, count = stats.trailing_median_where(f.values, int(_BASELINE.value), ratio, maybe)
-    base = np.full(f.values.size, np.nan)
-    base[cand] = med  # gradient_spike reads it at the spikes only
+    base = stats.AtPoints(cand, med)  # gradient_spike reads it at the spikes only
     return cand[(count >= _SPIKE["min_baseline"].value) & (f.values[cand] > ratio * med)], base, start
 
 

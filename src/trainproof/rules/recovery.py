@@ -7,7 +7,7 @@ Declared here with its thresholds; the judge below is the only code that decides
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from trainproof import stats
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gradients import G, initial_drop_end, where
-from trainproof.rules.run import DIVERGE, divergence_measure, positive_loss
+from trainproof.rules.run import DIVERGE, divergence_measure, loss_noise, positive_loss
 from trainproof.schedule import read_schedule
 
 _plateau = [2.0, 1.8, 1.65, 1.55, 1.5, 1.46, 1.43, 1.41, 1.4, 1.39, 1.38, 1.37, 1.37, 1.36, 1.36, 1.35]
@@ -94,11 +94,11 @@ class Spike(NamedTuple):
 def _spikes(run: Run, s: Series) -> list[Spike]:
     """Every spike (the first point of each) that has its full recovery window."""
     r = SPIKE_UNRECOVERED
-    v = np.log(s.values)
-    n = v.size
-    sigma = stats.log_noise(s.values)
+    sigma = loss_noise(s)  # TP-DIVERGE's measure of the same loss
     if sigma <= 0:
         return []
+    v = LogView(s.values)
+    n = v.size
     window = int(r.t("baseline"))
     edges = [float(s.steps[0]), read_schedule(run).warmup_end, initial_drop_end(run)]
     start = max(e for e in edges if e is not None)
@@ -106,7 +106,7 @@ def _spikes(run: Run, s: Series) -> list[Spike]:
     # most of judging a 1M-point log). A window's median is not below its least value and
     # float subtraction and division by sigma > 0 keep that order, so (v - min) / sigma is
     # never below z = (v - median) / sigma: every hot point is among these candidates.
-    cand = np.flatnonzero((s.steps > start) & ((v - stats.trailing_min(v, window)) / sigma > r.t("spike")))
+    cand = _candidates(v, s.steps > start, window, sigma, r.t("spike"))
     base, count = stats.trailing_median_at(v, window, cand)
     z = (v[cand] - base) / sigma
     hot = (count >= r.t("baseline")) & (z > r.t("spike"))
@@ -126,6 +126,37 @@ def _spikes(run: Run, s: Series) -> list[Spike]:
         out.append(Spike(i, float(z[c]), float(base[c]), i + w, best, (best - float(base[c])) / se))
         free = i + w + 1
     return out
+
+
+class LogView:
+    """np.log of a series' values, taken where they are read (a chunk, a window, the
+    candidate points) instead of a 38 MiB array of 5M logs kept through the rule (#14).
+    np.log is elementwise: each value read is the one the whole series' log holds
+    (tests/test_judge_equivalence.py compares against the whole-series log)."""
+
+    __slots__ = ("_values", "size")
+
+    def __init__(self, values: np.ndarray) -> None:
+        self._values, self.size = values, int(values.size)
+
+    def __getitem__(self, i: Any) -> Any:
+        return np.log(self._values[i])
+
+
+def _candidates(v: np.ndarray | LogView, after: np.ndarray, window: int, sigma: float, bar: float) -> np.ndarray:
+    """np.flatnonzero(after & ((v - stats.trailing_min(v, window)) / sigma > bar)), a chunk
+    at a time: each chunk's trailing minima come from the chunk and the `window` points
+    before it, the same values in the same order as over the whole series, without three
+    series-sized temporaries (#14)."""
+    hot = np.zeros(v.size, dtype=bool)
+    for lo in range(0, v.size, stats.CHUNK):
+        hi, first = min(lo + stats.CHUNK, v.size), max(0, lo - window)
+        seg = v[first:hi]
+        z = stats.trailing_min(seg, window)[lo - first:]
+        np.subtract(seg[lo - first:], z, out=z)
+        np.divide(z, sigma, out=z)
+        hot[lo:hi] = after[lo:hi] & (z > bar)
+    return np.flatnonzero(hot)
 
 
 @check("spike-recovery", SPIKE_UNRECOVERED)

@@ -218,7 +218,7 @@ def measure_rise(s: Series) -> Rise:
     n = len(s)
     short = n < LOSS_ROSE.t("divergence_points")
     k = 1 if short else end_points(s)
-    ratio, z, sigma = stats.start_rise(s.values, k)
+    ratio, z, sigma = stats.start_rise(s.values, k, loss_noise(s))
     if short:
         return Rise(ratio, z, sigma, k, ratio > LOSS_ROSE.t("ratio"),
                     f"> {LOSS_ROSE.t('ratio')}x, the margin for a log too short to measure its noise "
@@ -253,6 +253,15 @@ def loss_rose(run: Run) -> list[Finding] | Skip:
                               test=r.test, seen=seen_phrase(gate))]
 
 
+def _typical_interval(steps: np.ndarray) -> float:
+    """The median step between logged points. Steps that increase have positive
+    differences, their own absolute values: stats.diff_median takes that median without a
+    series-sized difference array (#14)."""
+    if bool(np.all(steps[1:] > steps[:-1])):
+        return float(stats.diff_median(steps, 1, log=False))
+    return float(stats.median(np.diff(steps), overwrite=True))
+
+
 @last_series
 def first_point_is_full(s: Series) -> bool:
     """Does the first logged point cover a whole logging interval, like the points after it?
@@ -260,7 +269,7 @@ def first_point_is_full(s: Series) -> bool:
     batches (HF's `logging_first_step`), so it scatters more than its neighbours."""
     if s.steps.size < 3:
         return True
-    typical, first = float(stats.median(np.diff(s.steps))), float(s.steps[0])
+    typical, first = _typical_interval(s.steps), float(s.steps[0])
     # Only a fresh run's counter says how many steps the first point covers (from step 0); a
     # log that starts at step 0 or before, or far past it (a resume), tells nothing: full.
     return not (0 < first < typical * DEAD_RUN.t("full_first_interval"))

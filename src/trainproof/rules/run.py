@@ -74,7 +74,7 @@ def loss_flat(run: Run) -> list[Finding] | Skip:
     if not gate.open:
         return not_yet(gate)
     span = float(s.values.max() - s.values.min())
-    med = stats.robust_median(s.values)
+    med = loss_median(s)
     rel = span / abs(med) if med else float("inf")
     if rel < FLAT.t("rel_range"):
         return [FLAT.finding(_where(run), range=span, n=len(s), median=med, rel=rel, seen=seen_phrase(gate))]
@@ -183,6 +183,13 @@ DIVERGE_NOISE = rule(
 def loss_blocks(s: Series) -> stats.Blocks:
     """The loss as divergence and the compare floor see it: medians of blocks."""
     return stats.block_medians(s.steps, s.values, int(DIVERGE.t("min_block")), int(DIVERGE.t("max_blocks")))
+
+
+@last_series
+def loss_median(s: Series) -> float:
+    """stats.robust_median of the series' values, measured once per series (TP-FLAT and
+    TP-LOSS-FROZEN's flat test ask it of the same loss: a partitioned 5M-point copy each)."""
+    return stats.robust_median(s.values)
 
 
 @last_series

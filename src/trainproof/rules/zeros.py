@@ -134,8 +134,7 @@ def loss_exactly_zero(run: Run) -> list[Finding] | Skip:
         if len(s) >= ZERO_LOSS.t("min_points"):
             return [ZERO_LOSS.finding(where(run), n=len(s))]
         return []
-    nonzero = np.flatnonzero(~zero)
-    tail = len(s) - 1 - int(nonzero[-1])
+    tail = int(np.argmax(~zero[::-1]))  # zeros after the last non-zero (no 38 MiB index array at 5M points)
     if tail < ZERO_LOSS_ONSET.t("min_tail"):
         return []
     i = len(s) - tail
