@@ -172,6 +172,7 @@ CAPTURES = {
     "mmcv": "mmcv/epoch_healthy.log.json",
     "detectron2": "detectron2/SYNTHETIC_metrics.json",
     "sacred": "sacred/runs/1/metrics.json",
+    "spacy": "textlog/spacy/ner.log",
 }
 # a capture kept under another name than its fixture's: Keras documents CSVLogger('training.log')
 CAPTURE_NAMES = {"keras-csvlogger-log": "training.log"}
