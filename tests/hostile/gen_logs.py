@@ -173,6 +173,7 @@ CAPTURES = {
     "detectron2": "detectron2/SYNTHETIC_metrics.json",
     "sacred": "sacred/runs/1/metrics.json",
     "spacy": "textlog/spacy/ner.log",
+    "opennmt": "textlog/opennmt/train.log",
 }
 # a capture kept under another name than its fixture's: Keras documents CSVLogger('training.log')
 CAPTURE_NAMES = {"keras-csvlogger-log": "training.log"}

@@ -20,6 +20,7 @@ and SCORE (the weighted score, 0-1) are evaluation scores, not losses."""
 
 from __future__ import annotations
 
+import math
 import re
 
 from trainproof.parsers.textlog_patterns import Hit, Pattern, State, Value, say
@@ -80,6 +81,68 @@ def _number(v: Value) -> float | None:
         return None
 
 
+
+
+# --- OpenNMT-py `onmt_train` (its logger: `[2021-03-21 00:29:15,279 INFO] ...`) -----------
+# onmt/utils/statistics.py Statistics.output, one line per `report_every` steps:
+# 3.x `Step 50/ 1000; acc: 3.9; ppl: 147677.6; xent: 11.9; lr: 0.00100; sents: 160; bsz:
+# 83/ 99/16; 2954/2927 tok/s; 24 sec;` (then ` NAME: value` of any train metrics), 1.x-2.x
+# `Step 50/ 1000; acc:   3.91; ppl: 147677.56; xent: 11.90; lr: 1.00000; 2954/2927 tok/s;
+# 24 sec` (no `/ 1000` without train_steps). xent is the mean cross-entropy per target
+# token over the steps since the previous line (loss / n_words), ppl = exp(min(xent, 100)):
+# xent is the loss, since ppl saturates. onmt/utils/report_manager.py ReportMgr._report_step,
+# at each `valid_steps`, after that step's line: `Validation perplexity: %g`, `Validation
+# accuracy: %g`, which carry no step (the last `Step N` is theirs) and no xent: the eval
+# loss `valid_xent` = ln(Validation perplexity), the name OpenNMT's TensorBoard gives it.
+# `Train perplexity` / `Train accuracy` printed beside them are cumulative since the start:
+# kept as printed, not a loss.
+_ONMT_ITEM = re.compile(r"^\s*([A-Za-z][\w ()/]*?):\s*(\S+)\s*$")
+_ONMT_RATE = re.compile(r"^\s*(\S+)/\s*(\S+) tok/s\s*$")
+_ONMT_PAIR = re.compile(r"(\S+): (\S+)")
+_ONMT_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)", re.IGNORECASE)
+_ONMT_NOTE = ("OpenNMT-py: step = N of `Step N/M`; loss = xent (cross-entropy per target token since the "
+              "previous line); eval loss `valid_xent` = ln(Validation perplexity), at the last `Step N` before it")
+_ONMT_CAP = 100.0  # Statistics.ppl() = exp(min(xent, 100)): a printed exp(100) is a cap, not a value
+
+
+def _onmt_step(m: re.Match[str], state: State) -> Hit | None:
+    step = float(m.group(1))
+    values: list[tuple[str, Value]] = []
+    for piece in m.group(3).split(";"):
+        item, rate = _ONMT_ITEM.match(piece), _ONMT_RATE.match(piece)
+        if item is not None and _ONMT_NUMBER.fullmatch(item.group(2)):
+            values.append((item.group(1), item.group(2)))  # bsz `83/ 99/16` is not one number
+        elif rate is not None:
+            values += [("src_tok/s", rate.group(1)), ("tgt_tok/s", rate.group(2))]
+        elif piece.strip().endswith(" sec"):
+            values.append(("elapsed", piece.strip()[:-4]))  # seconds since training began: a clock
+        else:  # 3.x appends its train metrics after the last `;`: ` BLEU: 12.3 TER: 45.6`
+            values += [(k, v) for k, v in _ONMT_PAIR.findall(piece) if _ONMT_NUMBER.fullmatch(v)]
+    if "xent" not in dict(values):
+        return None
+    state["onmt_step"] = step
+    if m.group(2) is not None:
+        state.setdefault("meta", {})["max_steps"] = int(m.group(2))  # train_steps: planned updates
+    say(state, _ONMT_NOTE)
+    return Hit(values, step)
+
+
+def _onmt_valid(m: re.Match[str], state: State) -> Hit | None:
+    step = state.get("onmt_step")
+    if step is None:  # no `Step N` line yet: nothing to place it at
+        return None
+    kind, name, value = m.group(1), f"{m.group(1)} {m.group(2)}", m.group(3)
+    values: list[tuple[str, Value]] = [(name, value)]
+    ppl = _number(value)
+    if kind == "Validation" and m.group(2) == "perplexity" and ppl is not None and ppl > 0:
+        xent = math.log(ppl)
+        if xent >= _ONMT_CAP * (1 - 1e-5):  # %g keeps 6 digits of exp(100)
+            say(state, "OpenNMT-py printed {n} validation perplexity(ies) of exp(100), its cap: "
+                       "the eval loss there is at least 100")
+        values.append(("valid_xent", xent))
+    return Hit(values, step, "eval" if kind == "Validation" else "train")
+
+
 NLP_PATTERNS: tuple[Pattern, ...] = (
     Pattern("spacy_heading", b"#", re.compile(r"^E {2,}# {2,}\S"), _spacy_heading, "",
             "spaCy v3 spacy/training/loggers.py console_logger"),
@@ -87,4 +150,9 @@ NLP_PATTERNS: tuple[Pattern, ...] = (
             "spaCy v3 spacy/training/loggers.py console_logger"),
     Pattern("spacy", b".", re.compile(r"^ *\d+ +\d+(?: +\S+)+ *$"), _spacy_row,
             "the # column (updates from 0)", "spaCy v3 spacy/training/loggers.py console_logger"),
+    Pattern("opennmt", b"xent:", re.compile(r"\bStep +(\d+)(?:/ *(\d+))?;(.*)$"), _onmt_step,
+            "N of `Step N/M`", "OpenNMT-py onmt/utils/statistics.py Statistics.output"),
+    Pattern("opennmt_valid", b"y: ",  # `perplexity: `, `accuracy: `
+            re.compile(r"\b(Validation|Train) (perplexity|accuracy): (\S+)\s*$"), _onmt_valid,
+            "the last `Step N` before it", "OpenNMT-py onmt/utils/report_manager.py ReportMgr._report_step"),
 )
