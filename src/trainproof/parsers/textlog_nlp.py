@@ -1,5 +1,6 @@
-"""The text-log patterns of NLP trainers (spaCy `spacy train`, OpenNMT-py): what each
-prints, which column is the step and what is a loss, kept here in one place per writer.
+"""The text-log patterns of NLP trainers (spaCy `spacy train`, OpenNMT-py, Flair's
+training.log): what each prints, which column is the step and what is a loss, kept here
+in one place per writer.
 The scanner (parsers/textlog.py) tries them after the patterns of textlog_patterns.py.
 
 spaCy v3 (`spacy/training/loggers.py` console_logger, `spacy/training/loop.py`
@@ -143,6 +144,42 @@ def _onmt_valid(m: re.Match[str], state: State) -> Hit | None:
     return Hit(values, step, "eval" if kind == "Validation" else "train")
 
 
+# --- Flair ModelTrainer `training.log` (and its stdout) ------------------------------------
+# flair/trainers/trainer.py: `EPOCH 3 done: loss 0.3774 - lr: 0.100000` (0.13+; several
+# parameter groups `lr: 0.100000,0.010000`; 0.4-0.12 `- lr 0.1000`, some `- bad epochs 2`),
+# then per evaluated split `DEV : loss 0.7167 - f1-score (micro avg)  0.3667` (`TEST`,
+# `TRAIN_SAMPLE`; 0.4-0.6 `- score 0.85`). The epoch's loss is its mean training loss; the
+# `epoch 3 - iter 4/15 - loss ...` lines between are running means since the epoch began
+# (they restart every epoch): not points. Step = the epoch; `DEV loss` is the eval loss
+# (`TEST loss` where no DEV is), `loss` the train loss, the first group's `lr` the LR.
+_FLAIR_ITEM = re.compile(r"^([A-Za-z][A-Za-z ]*?):? +(\S+?)\.?$")
+_FLAIR_NOTE = ("Flair training.log: one point per epoch (step = N of `EPOCH N done`, its mean training loss), "
+               "each split's `DEV : loss` at that epoch; the `iter` lines (running means within an epoch) are "
+               "not points")
+
+
+def _flair_epoch(m: re.Match[str], state: State) -> Hit | None:
+    values: list[tuple[str, Value]] = [("loss", m.group(2))]
+    for piece in (m.group(3) or "").split(" - "):
+        item = _FLAIR_ITEM.match(piece.strip())
+        if item is not None:  # `lr: 0.1,0.01`: the first parameter group's
+            values.append((item.group(1), item.group(2).split(",", 1)[0]))
+    state["flair_epoch"] = float(m.group(1))
+    say(state, _FLAIR_NOTE)
+    return Hit(values, float(m.group(1)))
+
+
+def _flair_eval(m: re.Match[str], state: State) -> Hit | None:
+    epoch = state.get("flair_epoch")
+    if epoch is None:  # the final evaluation after training has no such line; one before any epoch is not placed
+        return None
+    split = m.group(1)
+    values: list[tuple[str, Value]] = [(f"{split} loss", m.group(2))]
+    if m.group(3) is not None:
+        values.append((f"{split} {m.group(3)}", m.group(4)))
+    return Hit(values, epoch, "eval")
+
+
 NLP_PATTERNS: tuple[Pattern, ...] = (
     Pattern("spacy_heading", b"#", re.compile(r"^E {2,}# {2,}\S"), _spacy_heading, "",
             "spaCy v3 spacy/training/loggers.py console_logger"),
@@ -155,4 +192,8 @@ NLP_PATTERNS: tuple[Pattern, ...] = (
     Pattern("opennmt_valid", b"y: ",  # `perplexity: `, `accuracy: `
             re.compile(r"\b(Validation|Train) (perplexity|accuracy): (\S+)\s*$"), _onmt_valid,
             "the last `Step N` before it", "OpenNMT-py onmt/utils/report_manager.py ReportMgr._report_step"),
+    Pattern("flair", b" done: loss ", re.compile(r"\bEPOCH (\d+) done: loss (\S+?)(?: - (.*))?$"), _flair_epoch,
+            "N of `EPOCH N done`", "Flair flair/trainers/trainer.py ModelTrainer.train_custom"),
+    Pattern("flair_eval", b" : loss ", re.compile(r"\b([A-Z][A-Z_]*) : loss (\S+)(?: - (.+?) +(\S+))?\s*$"),
+            _flair_eval, "the N of the `EPOCH N done` before it", "Flair flair/trainers/trainer.py"),
 )
