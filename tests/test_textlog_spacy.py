@@ -120,3 +120,15 @@ def test_incremental_decoder_matches_read():
     whole = textlog.read(SPACY / "tagger_textcat.log")
     for key in ("loss", "SCORE", "LOSS TEXTCAT"):
         np.testing.assert_array_equal(dec.raw().columns[key][1], whole.columns[key][1])
+
+
+def test_table_pasted_with_an_indent_reads_the_same(tmp_path):
+    """People paste the table indented (a code block copied out of a README, an issue)."""
+    text = (SPACY / "tagger_textcat.log").read_text()
+    table = text[text.index("E    #"):]
+    p = tmp_path / "notes.txt"
+    p.write_text("".join("    " + line + "\n" for line in table.splitlines()))
+    got, whole = textlog.read(p), textlog.read(SPACY / "tagger_textcat.log")
+    assert sorted(got.columns) == sorted(whole.columns)
+    for key in whole.columns:
+        np.testing.assert_array_equal(got.columns[key][1], whole.columns[key][1])

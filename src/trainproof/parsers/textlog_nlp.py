@@ -181,9 +181,9 @@ def _flair_eval(m: re.Match[str], state: State) -> Hit | None:
 
 
 NLP_PATTERNS: tuple[Pattern, ...] = (
-    Pattern("spacy_heading", b"#", re.compile(r"^E {2,}# {2,}\S"), _spacy_heading, "",
+    Pattern("spacy_heading", b"#", re.compile(r"^ *E {2,}# {2,}\S"), _spacy_heading, "",
             "spaCy v3 spacy/training/loggers.py console_logger"),
-    Pattern("spacy_rule", b"--- ", re.compile(r"^-{3} {2}-{6}(?: {2}-+)+ *$"), _spacy_rule, "",
+    Pattern("spacy_rule", b"--- ", re.compile(r"^ *-{3} {2}-{6}(?: {2}-+)+ *$"), _spacy_rule, "",
             "spaCy v3 spacy/training/loggers.py console_logger"),
     Pattern("spacy", b".", re.compile(r"^ *\d+ +\d+(?: +\S+)+ *$"), _spacy_row,
             "the # column (updates from 0)", "spaCy v3 spacy/training/loggers.py console_logger"),
