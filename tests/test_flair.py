@@ -89,7 +89,7 @@ def test_older_loss_tsv_layouts(tmp_path):
     unrounded, `_` for a split not evaluated (0.4.x), a TEST_LOSS beside DEV_LOSS; 0.13+
     lists several parameter groups' LR with commas; the clock passes midnight."""
     p = tmp_path / "loss.tsv"
-    p.write_text("EPOCH\tTIMESTAMP\tBAD_EPOCHS\tLEARNING_RATE\tTRAIN_LOSS\tDEV_LOSS\tDEV_F1\tTEST_LOSS\tTEST_F1"
+    p.write_text("EPOCH\tTIMESTAMP\tBAD_EPOCHS\tLEARNING_RATE\tTRAIN_LOSS\tDEV_LOSS\tDEV_ACCURACY\tTEST_LOSS\tTEST_ACCURACY"
                  "\n1\t23:59:58\t0\t0.1000\t1.234567891\t1.1\t0.5\t1.3\t0.4"
                  "\n2\t00:00:03\t1\t0.1000,0.0100\t0.9\t_\t_\t1.2\t0.45"
                  "\n3\t00:10:00\t0\t0.0500\t0.8\t0.95\t0.6\t1.1\t0.5")
@@ -101,6 +101,7 @@ def test_older_loss_tsv_layouts(tmp_path):
     assert any("several parameter groups on 1 row" in n for n in raw.notes)
     run = read_run(p)
     assert run.series["eval_loss"].values.tolist() == [1.1, 0.95]  # DEV before TEST
+    assert run.series["eval_accuracy"].values.tolist() == [0.5, 0.6]
 
 
 def test_loss_tsv_damage(tmp_path):

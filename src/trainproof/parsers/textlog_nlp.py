@@ -1,7 +1,7 @@
 """The text-log patterns of NLP trainers (spaCy `spacy train`, OpenNMT-py, Flair's
 training.log): what each prints, which column is the step and what is a loss, kept here
-in one place per writer.
-The scanner (parsers/textlog.py) tries them after the patterns of textlog_patterns.py.
+in one place per writer. The scanner (parsers/textlog.py) tries them after the patterns
+of textlog_patterns.py.
 
 spaCy v3 (`spacy/training/loggers.py` console_logger, `spacy/training/loop.py`
 train_while_improving): after `Pipeline: [...]` it prints a table heading `E  #  LOSS
@@ -47,7 +47,8 @@ def _spacy_rule(m: re.Match[str], state: State) -> Hit | None:
     if heading is None:
         return None
     rule = m.string.rstrip()
-    # the heading's names are right-aligned in the widths the dashes give
+    # each name of the heading lies inside its column's run of dashes (names are left-aligned,
+    # cells right-aligned, in the same widths): split there, `LOSS NER` stays one name
     cols = [heading[d.start():d.end()].strip() for d in _SPACY_RULE.finditer(rule)]
     if cols[:2] == ["E", "#"] and all(cols) and len(set(cols)) == len(cols):
         state["spacy_cols"] = cols
@@ -80,8 +81,6 @@ def _number(v: Value) -> float | None:
         return float(v)
     except ValueError:
         return None
-
-
 
 
 # --- OpenNMT-py `onmt_train` (its logger: `[2021-03-21 00:29:15,279 INFO] ...`) -----------
@@ -171,7 +170,7 @@ def _flair_epoch(m: re.Match[str], state: State) -> Hit | None:
 
 def _flair_eval(m: re.Match[str], state: State) -> Hit | None:
     epoch = state.get("flair_epoch")
-    if epoch is None:  # the final evaluation after training has no such line; one before any epoch is not placed
+    if epoch is None:  # before any `EPOCH N done` line: no epoch to stand at
         return None
     split = m.group(1)
     values: list[tuple[str, Value]] = [(f"{split} loss", m.group(2))]
