@@ -51,11 +51,14 @@ def _clock(text: str) -> float | None:
 
 
 class _Reader:
+    """The rows after the header, as columns at their EPOCH, and what was skipped."""
+
     def __init__(self, header: list[str]) -> None:
         self.header = header
         self.cols = Columns()
         self.records = self.ragged = self.no_epoch = self.groups = 0
-        self.day, self.last_clock = 0.0, None
+        self.day = 0.0  # seconds added for each midnight the clock passed
+        self.last_clock: float | None = None
 
     def row(self, cells: list[str]) -> None:
         if len(cells) > len(self.header):
