@@ -119,3 +119,24 @@ def test_loss_tsv_damage(tmp_path):
     p.write_bytes(b"")
     with pytest.raises(InputError, match="empty"):
         flair.read(p)
+
+
+def test_flair_0_12_files_equal_what_train_returned(run_cli):
+    """0.12.2 writes loss.tsv itself: rows after their newline (no newline at the end), the
+    losses unrounded, BAD_EPOCHS; its training.log prints `- lr 0.100000` (no colon)."""
+    folder = FLAIR / "v0_12_textclassifier"
+    doc = json.loads((folder / "expected.json").read_text())
+    epochs = [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert not (folder / "loss.tsv").read_bytes().endswith(b"\n")
+    raw = flair.read(folder / "loss.tsv")
+    assert _col(raw, "TRAIN_LOSS") == (epochs, doc["train_loss_history"])
+    assert _col(raw, "DEV_LOSS") == (epochs, doc["dev_loss_history"])
+    assert _col(raw, "BAD_EPOCHS") == (epochs, [0.0, 1.0, 2.0, 3.0, 0.0])
+    log = textlog.read(folder / "training.log")
+    assert _col(log, "loss") == (epochs, _r4(doc["train_loss_history"]))
+    assert _col(log, "DEV loss") == (epochs, doc["dev_loss_history"])
+    assert _col(log, "lr") == (epochs, [0.1] * 5)
+    assert read_run(folder / "loss.tsv").series["eval_loss"].values.tolist() == doc["dev_loss_history"]
+    for name in ("loss.tsv", "training.log"):
+        got, out, _ = run_cli("epoch", folder / name)
+        assert got == 0 and "TP-PASS" in out, out
