@@ -172,6 +172,10 @@ CAPTURES = {
     "mmcv": "mmcv/epoch_healthy.log.json",
     "detectron2": "detectron2/SYNTHETIC_metrics.json",
     "sacred": "sacred/runs/1/metrics.json",
+    "spacy": "textlog/spacy/ner.log",
+    "opennmt": "textlog/opennmt/train.log",
+    "flair-log": "flair/textclassifier/training.log",
+    "flair-tsv": "flair/textclassifier/loss.tsv",
 }
 # a capture kept under another name than its fixture's: Keras documents CSVLogger('training.log')
 CAPTURE_NAMES = {"keras-csvlogger-log": "training.log"}
@@ -248,7 +252,7 @@ BYTE_CASES = {  # kind -> (class, expectation)
     "header-only": ("no-records", "unreadable"),
 }
 JSON_LINE_FORMATS = ("jsonl", "clearml", "mmengine", "mmcv", "detectron2")  # one JSON document per line
-LINE_READERS = ("jsonl", "csv", "hf-stdout", "coqui", "clearml", "mlflow-files", "megatron")
+LINE_READERS = ("jsonl", "csv", "hf-stdout", "coqui", "clearml", "mlflow-files", "megatron", "flair-tsv")
 
 
 def specs() -> Iterator[Spec]:
@@ -260,7 +264,7 @@ def specs() -> Iterator[Spec]:
     for fmt in (*ROW_FORMATS, *CAPTURES):
         for kind, (cls, expect) in BYTE_CASES.items():
             if kind == "header-only" and fmt not in ("csv", "keras", "lightning-csv", "ultralytics",
-                                                     "keras-csvlogger-log"):
+                                                     "keras-csvlogger-log", "flair-tsv"):
                 continue
             if kind == "truncated-tiny" and fmt == "lightning-csv":
                 continue

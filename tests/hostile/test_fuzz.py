@@ -62,7 +62,7 @@ def _dumps(x: object) -> str:
 
 LOG_NAMES = ["metrics.jsonl", "metrics.csv", "trainer_state.json", "train.log", "trainer_0_log.txt",
              "events.out.tfevents.1.host", "run-x.wandb", "mlflow.db", "metrics.jsonl.gz", "offline.zip",
-             "history.json", "results.csv", "scalars.json", "metrics.json"]
+             "history.json", "results.csv", "scalars.json", "metrics.json", "loss.tsv"]
 
 
 @FUZZ
@@ -130,9 +130,23 @@ def test_ultralytics_results_of_wrong_cells(tmp_path, capsys, body):
 
 
 @FUZZ
+@given(body=st.lists(st.lists(cells, max_size=8), max_size=20))
+def test_flair_loss_tsv_of_wrong_cells(tmp_path, capsys, body):
+    header = "EPOCH\tTIMESTAMP\tBAD_EPOCHS\tLEARNING_RATE\tTRAIN_LOSS\tDEV_LOSS\tDEV_F1\n"
+    text = header + "".join("\t".join(r) + "\n" for r in body)
+    judge(tmp_path, "epoch", str(put(tmp_path, "loss.tsv", text)), capsys=capsys)
+
+
+@FUZZ
 @given(lines=st.lists(st.tuples(st.sampled_from(["iteration {} | lm loss: {} |", "step {}: train loss {}",
                                                  "{{'loss': '{}', 'epoch': '{}'}}",
-                                                 "   --> TIME: x -- GLOBAL_STEP: {}\n     | > loss: {}"]),
+                                                 "   --> TIME: x -- GLOBAL_STEP: {}\n     | > loss: {}",
+                                                 "[x INFO] Step {}/  300; acc: 7.9; ppl: 2.0; xent: {}; 3 sec;",
+                                                 "[x INFO] Validation perplexity: {}{}",
+                                                 "E    #       LOSS NER  SCORE\n---  ------  --------  ------\n"
+                                                 "  0  {}  {}  0.00",
+                                                 "EPOCH {} done: loss {} - lr: 0.100000",
+                                                 "DEV : loss {} - f1-score (micro avg)  {}"]),
                                 st.text(alphabet="0123456789.-eEnaif", max_size=12),
                                 st.text(alphabet="0123456789.-eEnaif", max_size=12)), max_size=30))
 def test_text_logs_of_wrong_numbers(tmp_path, capsys, lines):

@@ -75,6 +75,8 @@ _declare("coqui", "coqui", "Coqui Trainer text log (trainer_0_log.txt)", compres
 _declare("jsonl", "jsonl", "JSON Lines, one metrics object per line", compressed=True)
 # a CSV whose header is YOLO's: before csv, which would read it without a loss
 _declare("ultralytics", "ultralytics", "Ultralytics YOLO results.csv (one row per epoch)", compressed=True)
+# a TSV whose header is Flair's (EPOCH, TIMESTAMP, ...): before csv, which would number its rows from 0
+_declare("flair", "flair", "Flair ModelTrainer loss.tsv (one row per epoch)", compressed=True)
 _declare("csvlog", "csv", "CSV/TSV with a header row", compressed=True)
 register(Format("mlflow", _lazy("mlflow_sqlite", "sniff"), _lazy("mlflow", "read"),
                 "MLflow tracking store: mlflow.db (SQLite) or an mlruns/ tree, experiment or run directory",
@@ -90,7 +92,8 @@ _declare("dvclive", "dvclive", "DVCLive run directory (plots/metrics/*.tsv besid
 # Last: a stdout capture is claimed only when no structured format is (a Coqui log,
 # JSON lines and CSV rows are text files too).
 _declare("textlog", "textlog", "training stdout / text log (HF Trainer, TRL, nanoGPT, Megatron-LM, NeMo, "
-         "DeepSpeed, fairseq, torchtune, Keras model.fit, mlx-lm)", head=128 << 10, compressed=True)
+         "DeepSpeed, fairseq, torchtune, Keras model.fit, mlx-lm, spaCy, OpenNMT-py, Flair)",
+         head=128 << 10, compressed=True)
 
 
 def detect(path: Path) -> Format | None:

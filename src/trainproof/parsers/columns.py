@@ -17,19 +17,20 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
         "trainiterstats_loss", "train_loss_epoch", "epoch_loss_train", "train_epoch_loss", "epoch_loss",
         "metrics_loss", "metrics_train_loss", "total_loss", "train_total_loss", "reduced_train_loss",
         "trainepochstats_avg_loss",
+        "xent", "progress_xent",  # OpenNMT-py: cross-entropy per token, its stdout and its TensorBoard
     ),
     "eval_loss": (
-        "eval_loss", "val_loss", "validation_loss", "test_loss", "loss_val", "loss_eval",
+        "eval_loss", "val_loss", "validation_loss", "dev_loss", "test_loss", "loss_val", "loss_eval",
         "loss_validation", "loss_test", "val_loss_epoch", "val_loss_step", "valid_loss",
         "evalstats_avg_loss", "eval_avg_loss", "validation_epoch_loss", "epoch_val_loss",
         "eval_lm_loss", "metrics_eval_loss", "metrics_val_loss", "lm_loss_validation",
-        "validation_evaluation_loss_vs_iterations",
+        "validation_evaluation_loss_vs_iterations", "valid_xent",
     ),
     # metrics beside the eval loss: read to corroborate an eval-loss finding, never alone
     "eval_wer": ("eval_wer", "val_wer", "validation_wer", "test_wer"),
     "eval_cer": ("eval_cer", "val_cer", "validation_cer", "test_cer"),
     "eval_accuracy": ("eval_accuracy", "val_accuracy", "validation_accuracy", "val_acc", "eval_acc",
-                      "test_accuracy", "eval_mean_token_accuracy"),
+                      "dev_accuracy", "test_accuracy", "eval_mean_token_accuracy"),
     "lr": (
         "lr", "learning_rate", "current_lr", "train_learning_rate", "train_lr", "lr_group0",
         "lr_0", "optimizer_lr", "lr_adamw", "lr_adam", "lr_sgd", "lr_adafactor",

@@ -1,6 +1,7 @@
 """Training stdout and text logs, read by one generic line scanner over the declared
 patterns in textlog_patterns.py (HF Trainer/TRL dicts, nanoGPT, Megatron-LM, NeMo,
-DeepSpeed, fairseq, torchtune, Keras model.fit, mlx-lm): no reader per project.
+DeepSpeed, fairseq, torchtune, Keras model.fit, mlx-lm) and textlog_nlp.py (spaCy,
+OpenNMT-py): no reader per project.
 
 Carriage returns end a line as newlines do, so tqdm's redrawn progress bars and the
 dict printed after them become separate lines, and one "line" is never longer than
@@ -19,7 +20,9 @@ from trainproof.model import InputError
 from trainproof.parsers.base import Columns, LineBlocks, RawLog, number, overflowed, require_file
 from trainproof.parsers.columns import looks_like_metric
 from trainproof.parsers.compressed import open_log
-from trainproof.parsers.textlog_patterns import PATTERNS, Hit, Pattern, State
+from trainproof.parsers.textlog_nlp import NLP_PATTERNS
+from trainproof.parsers.textlog_patterns import PATTERNS as _PATTERNS
+from trainproof.parsers.textlog_patterns import Hit, Pattern, State
 
 NAME = "textlog"
 BLOCK = 1 << 20
@@ -30,6 +33,7 @@ HEAD = 128 << 10  # bytes the sniff reads: stdout starts with banners and argume
 SNIFF_LINES = 2
 _NAMES = re.compile(r"(\.(log|txt|out|err)$|^(stdout|stderr|nohup|slurm))", re.IGNORECASE)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+PATTERNS = _PATTERNS + NLP_PATTERNS  # every declared pattern, in the order they are tried
 _ORDINAL_NOTE = ("HuggingFace Trainer dicts print no step: their steps are the order of the train dicts "
                  "(1, 2, ...), each eval dict at the train dict before it")
 
