@@ -79,13 +79,19 @@ _INDEX: dict[str, tuple[str, int]] = {
 CANONICAL = tuple(ALIASES)
 
 
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
 def normalise(raw: str) -> str:
     return _SEP.sub("_", raw.strip().lower()).strip("_") or raw
 
 
 def canonical(raw: str) -> tuple[str, int] | None:
-    """(canonical name, preference rank) for a raw column, or None if unrecognised."""
-    return _INDEX.get(normalise(raw))
+    """(canonical name, preference rank) for a raw column, or None if unrecognised. A
+    camelCase name (`trainLoss`, `validLoss`: a Sacred `log_scalar` or a hand-written loop)
+    is tried with its words split when the plain spelling is not in the table, so names the
+    table already knows run together (`TrainIterStats/loss`) keep their meaning."""
+    return _INDEX.get(normalise(raw)) or _INDEX.get(normalise(_CAMEL.sub("_", raw)))
 
 
 def is_step(raw: str) -> bool:

@@ -59,6 +59,9 @@ class _Reader:
         self.records = self.ragged = self.no_epoch = self.groups = 0
         self.day = 0.0  # seconds added for each midnight the clock passed
         self.last_clock: float | None = None
+        # The most decimals a LEARNING_RATE cell printed (Flair writes `{lr:.4f}`), or None once
+        # a cell is in exponent notation: a 0.0000 there is an LR below half the last digit.
+        self.lr_decimals: int | None = 0
 
     def row(self, cells: list[str]) -> None:
         if len(cells) > len(self.header):
@@ -76,14 +79,29 @@ class _Reader:
             if name == "TIMESTAMP":
                 self._time(epoch, cell)
                 continue
-            if name == "LEARNING_RATE" and "," in cell:
-                self.groups += 1
-                cell = cell.split(",", 1)[0]
+            if name == "LEARNING_RATE":
+                if "," in cell:
+                    self.groups += 1
+                    cell = cell.split(",", 1)[0]
+                self._lr_printed(cell)
             value = number(cell)
             if value is None:
                 self.cols.reject(name)
             else:
                 self.cols.add(name, epoch, value)
+
+    def _lr_printed(self, cell: str) -> None:
+        if self.lr_decimals is None:
+            return
+        if "e" in cell.lower():
+            self.lr_decimals = None
+            return
+        _, dot, frac = cell.partition(".")
+        self.lr_decimals = max(self.lr_decimals, len(frac) if dot else 0)
+
+    def meta(self) -> dict[str, object]:
+        """The LR's printed precision, for TP-ZERO-LR: 0.0000 at 4 decimals is not a zero."""
+        return {} if not self.lr_decimals else {"lr_printed_decimals": self.lr_decimals}
 
     def _time(self, epoch: float, cell: str) -> None:
         clock = _clock(cell)
@@ -131,4 +149,5 @@ def read(path: Path) -> RawLog:
                 reader.row(cells)
     if reader is None:
         raise InputError(f"{path}: empty file")
-    return RawLog(reader.cols.arrays(), reader.records, notes=reader.notes(bad), step_column="EPOCH")
+    return RawLog(reader.cols.arrays(), reader.records, notes=reader.notes(bad), meta=reader.meta(),
+                  step_column="EPOCH")

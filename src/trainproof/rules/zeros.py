@@ -191,6 +191,10 @@ ZERO_LR = rule(
                                         "about the optimizer at each of them, however few.")},
     fires=Example({"loss": [1.5] * 5, "lr": [0.0] * 5}),
     passes=Example({"loss": [1.5, 1.4, 1.3, 1.2, 1.1], "lr": [1e-4] * 5}),
+    limits="Not judged where the log printed the LR to a fixed number of decimals (a reader "
+    "that sees it says so: Flair's loss.tsv writes `{lr:.4f}`): there 0.0000 is any LR below "
+    "5e-05, which a fine-tune's often is. A run whose LR really was 0 shows it in its loss, "
+    "which the dead-run rules read.",
 )
 
 ZERO_LR_PARTIAL = rule(
@@ -218,6 +222,17 @@ ZERO_LR_PARTIAL = rule(
 )
 
 
+def _printed_below(run: Run, lr: np.ndarray) -> str | None:
+    """Why the log's zeros may be a small LR rounded when written, or None. A reader that
+    saw the LR printed to d decimals in fixed notation says so (Flair's loss.tsv writes
+    `{lr:.4f}`: a fine-tune's 5e-6 prints 0.0000); a negative LR is still a fact."""
+    d = run.meta.get("lr_printed_decimals")
+    if not isinstance(d, int) or (lr < 0).any():
+        return None
+    return (f"the lr is printed to {d} decimals: its 0.{'0' * d} is any LR below {0.5 * 10.0 ** -d:g}, "
+            "as a fine-tune's often is, not a zero the log can show")
+
+
 @check("lr", ZERO_LR, ZERO_LR_PARTIAL, after="grad-spike")
 def learning_rate_zero(run: Run) -> list[Finding] | Skip:
     lr = run.get("lr")
@@ -227,6 +242,9 @@ def learning_rate_zero(run: Run) -> list[Finding] | Skip:
     if len(f) < ZERO_LR.t("min_points"):
         return Skip(SkipKind.DEGENERATE, "no finite lr value")
     zero = f.values <= 0
+    rounded = _printed_below(run, f.values)
+    if rounded is not None and zero.any():
+        return Skip(SkipKind.DEGENERATE, rounded)
     part = stats.share(zero)
     if part >= ZERO_LR.t("share"):
         return [ZERO_LR.finding(where(run), count=int(zero.sum()), n=len(f), share=part)]
