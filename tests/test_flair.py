@@ -140,3 +140,28 @@ def test_flair_0_12_files_equal_what_train_returned(run_cli):
     for name in ("loss.tsv", "training.log"):
         got, out, _ = run_cli("epoch", folder / name)
         assert got == 0 and "TP-PASS" in out, out
+
+
+def test_an_lr_printed_as_zero_to_four_decimals_is_not_judged_zero(tmp_path, run_cli):
+    """Flair writes the LR as `{lr:.4f}`: a fine-tune at 5e-6 prints 0.0000 on every row
+    (public runs fresh9/ner-ml-models and saradindusengupta, both healthy, failed
+    TP-ZERO-LR on it). The real 0.15.1 classifier's loss.tsv with its LR cells printed as
+    such a run prints them: TP-ZERO-LR does not judge and says why; the same zeros in
+    exponent notation (a writer with full precision) are a zero LR."""
+    real = (FLAIR / "textclassifier" / "loss.tsv").read_text().splitlines()
+    head = real[0].split("\t")
+    at = head.index("LEARNING_RATE")
+
+    def with_lr(cell: str) -> str:
+        rows = [real[0]] + ["\t".join(c if i != at else cell for i, c in enumerate(r.split("\t"))) for r in real[1:]]
+        p = tmp_path / cell / "loss.tsv"
+        p.parent.mkdir()
+        p.write_text("\n".join(rows) + "\n")
+        return p
+
+    code, out, _ = run_cli("epoch", with_lr("0.0000"), "--json")
+    rep = json.loads(out)["reports"][0]
+    assert "TP-ZERO-LR" not in {f["id"] for f in rep["findings"]}
+    assert "printed to 4 decimals" in json.dumps(rep["checks"])
+    code, out, _ = run_cli("epoch", with_lr("0e+00"), "--json")
+    assert code == 1 and "TP-ZERO-LR" in {f["id"] for f in json.loads(out)["reports"][0]["findings"]}

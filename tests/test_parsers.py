@@ -151,11 +151,23 @@ def test_dataset_jsonl_is_not_a_log(tmp_path):
     ("val_loss_epoch", "eval_loss"), ("validation_loss", "eval_loss"), ("lr-AdamW", "lr"),
     ("learning_rate", "lr"), ("gnorm", "grad_norm"), ("grad_norm/total", "grad_norm"),
     ("global_step", "step"), ("data_time", "loader_time"), ("seconds_per_step", "step_time"),
+    # camelCase (Sacred `_run.log_scalar("trainLoss", ...)`, public run fresh9/catniplab), read with its words split
+    ("trainLoss", "loss"), ("validLoss", "eval_loss"), ("testLoss", "eval_loss"), ("validAccuracy", "eval_accuracy"),
+    ("learningRate", "lr"), ("gradNorm", "grad_norm"), ("globalStep", "step"),
+    # names the table knows run together keep their meaning (Coqui's TensorBoard tags)
+    ("TrainIterStats/loss", "loss"), ("EvalStats/avg_loss", "eval_loss"),
 ])
 def test_column_aliases(raw, canon):
     from trainproof.parsers.columns import canonical
 
     assert canonical(raw)[0] == canon
+
+
+@pytest.mark.parametrize("raw", ["trainLosses", "Loss2", "mAP", "lossG"])
+def test_camel_case_splitting_invents_no_metric(raw):
+    from trainproof.parsers.columns import canonical
+
+    assert canonical(raw) is None
 
 
 def test_fixture_script_is_kept():

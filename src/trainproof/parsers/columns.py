@@ -30,7 +30,7 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
     "eval_wer": ("eval_wer", "val_wer", "validation_wer", "test_wer"),
     "eval_cer": ("eval_cer", "val_cer", "validation_cer", "test_cer"),
     "eval_accuracy": ("eval_accuracy", "val_accuracy", "validation_accuracy", "val_acc", "eval_acc",
-                      "dev_accuracy", "test_accuracy", "eval_mean_token_accuracy"),
+                      "dev_accuracy", "valid_accuracy", "valid_acc", "test_accuracy", "eval_mean_token_accuracy"),
     "lr": (
         "lr", "learning_rate", "current_lr", "train_learning_rate", "train_lr", "lr_group0",
         "lr_0", "optimizer_lr", "lr_adamw", "lr_adam", "lr_sgd", "lr_adafactor",
