@@ -191,7 +191,7 @@ def _saturated(train_level: float, seed: int = 0, noise: float = 0.9) -> Run:
     t = np.arange(n)
     level = (train_level + (0.6 - train_level) * np.exp(-t / 4)) * (1 + 0.5 * np.clip(t - 17, 0, None) / 72)
     train = level * np.exp(rng.normal(0.0, noise, n) * (t > 12))
-    ev = [0.052, 0.043] + list(np.linspace(0.05, 0.08, 8))
+    ev = [0.052, 0.043, *np.linspace(0.05, 0.08, 8)]
     evals = [float("nan")] * n
     for i, v in enumerate(ev):
         evals[9 * i + 8] = v
