@@ -85,10 +85,12 @@ def loss_blowup(run: Run) -> list[Finding] | Skip:
         return s
     k, factor = int(r.t("baseline")), r.t("factor")
     start = float(stats.median(s.values[: int(r.t("start_points"))]))
-    judged = np.arange(s.values.size) >= max(k, int(r.t("start_points")))
-    # Only points above factor x their trailing minimum can be above factor x the median
-    # (stats.trailing_median_where), and only those above factor x the start count at all.
-    cand, pre, count = stats.trailing_median_where(s.values, k, factor, judged & (s.values >= factor * start))
+    # Only points above factor x the start count at all, and only those above factor x their
+    # trailing minimum can be above factor x the median (stats.trailing_median_where): a
+    # boolean mask and a few candidates, never a window sorted at each of 5M points (#14).
+    judged = s.values >= factor * start
+    judged[: max(k, int(r.t("start_points")))] = False  # no full baseline before these
+    cand, pre, count = stats.trailing_median_where(s.values, k, factor, judged)
     hot = (count >= k) & (s.values[cand] >= factor * pre)
     idx, pre = cand[hot], pre[hot]
     if idx.size == 0:
