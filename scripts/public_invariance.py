@@ -82,6 +82,18 @@ _REASONS = {  # run id -> (perturbations, why the move to or from FAIL is right)
         ("halve", "halve_drop_first", "mean_pairs"),
         "Eight points, all exactly 0; halved, four remain, under TP-ZERO-LOSS's five: NOT-CHECKED (exit 2), "
         "honest on a log that short, never a PASS."),
+    "cloudduoduo__sml_project1__lightning_logs-version_1-metrics": (
+        ("halve_drop_first",),
+        _FIRST_WITNESS + "A Lightning classifier whose per-step train loss scatters 0.23-0.81 (22 % a point) "
+        "after its first point (0.74); its four evaluations sit at 0.510-0.517 (labelled WARN: no progress "
+        "after the first epoch). Without step 49 the log starts at 0.48 and is flat noise with no eval "
+        "fall: nothing left shows it ever learned."),
+    "annakompan__multimodal_action-emotion_detection__training_log": (
+        ("cut1",),
+        "Toward PASS from a marginal FAIL (labelled FAIL: stuck near ln 9): a Keras CSV run falling 2.21 -> "
+        "2.11 (4.1 %, under the 5 % band) that TP-DEAD-RUN fails only because its steady-fall test stops "
+        "at Mann-Kendall z 3.27 against 3.5; without its last epoch the 11 blocks regroup and z is 4.05, "
+        "a steady fall, which the rule counts as learning. A verdict at a bar moves when one point does."),
 }
 # (run id, perturbation) -> why the move to or from FAIL is right. Nothing else may move so.
 EXCEPTIONS: dict[tuple[str, str], str] = {(run, p): why for run, (ps, why) in _REASONS.items() for p in ps}

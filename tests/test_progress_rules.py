@@ -320,3 +320,36 @@ def test_eval_that_returns_to_its_start_is_not_worse_than_it_started():
     ev = [2.55, 3.62, 3.49, 3.19, 3.96, 3.98, 3.72, 3.4, 3.0, 2.6, 2.5, 2.45]
     run = _run(None, loss=[1.24, 2.03, 2.16, 1.98, 1.79], eval_loss=ev)
     assert "TP-EVAL-DIVERGE" not in {f.rule_id for f in judge_run(run).findings}
+
+
+def test_a_drift_in_the_last_digits_of_a_frozen_loss_is_not_a_steady_fall():
+    """A regressor stuck far off its targets (public run fresh9/emily-rosesteyn: 3268.5, then
+    3262.9 drifting to 3262.7 over 36 epochs, printed to 1e-6): its point noise is almost 0,
+    so the drift is thousands of standard errors and Mann-Kendall-steady - and 6e-5 of the
+    loss. A fall under trend_min_fall is no learning: TP-DEAD-RUN fails it, at the full
+    length and halved."""
+    loss = [3268.54, *(3262.93 - 0.006 * np.arange(36)).tolist()]
+    run = _run(None, loss=loss, eval_loss=[3132.0, *[3131.0] * 36])
+    assert "TP-DEAD-RUN" in _ids(run, Level.FAIL)
+    assert _finding(run, "TP-DEAD-RUN").values["limit_trend_min_fall"] == 1e-4
+    assert "TP-DEAD-RUN" in _ids(_run(None, loss=loss[::2], eval_loss=[3132.0, *[3131.0] * 18]), Level.FAIL)
+
+
+def test_an_exact_zero_in_the_train_loss_does_not_silence_the_eval_witness(tmp_path):
+    """A bounded per-step train loss (public run fresh10/hadisbn: 0.0-1.0 at 35 % a point, one
+    batch at exactly 0) beside an eval loss falling 0.68 -> 0.61 at 7 standard errors: the
+    eval loss says the run learned whatever the train loss's zeros. Halved, the train log's
+    start lands inside its noise (5.8 %, 0.2 standard errors): with the witness heard it
+    passes, as the full log does; before, the one 0.0 kept the witness out and it failed."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import public_runs as pr
+
+    from tests.perturbations import PERTURBATIONS
+
+    (doc,) = [d for d in pr.load_corpus() if d["id"].startswith("hadisbn__fire")]
+    run = read_run(pr.rebuild(doc, tmp_path))
+    assert run.series["loss"].values.min() == 0.0
+    for r in (run, PERTURBATIONS["halve"](run)):
+        assert "TP-DEAD-RUN" not in _ids(r, Level.FAIL)

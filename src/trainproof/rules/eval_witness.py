@@ -140,9 +140,11 @@ def wrecked(train: Series, t: Callable[[str], float]) -> bool:
 
 
 def _climbed(train: Series, bar: float) -> bool:
-    """Did the train loss climb above its first point beyond its noise (a wreck)?"""
-    x = train.values
-    if x.size < 3 or x.min() <= 0:
+    """Did the train loss climb above its first point beyond its noise (a wreck)? Read on its
+    positive points: an exact 0 among them (a bounded loss, one perfect batch) says nothing
+    of a climb."""
+    x = train.values[train.values > 0]
+    if x.size < 3 or train.values[0] <= 0:
         return False
     se = stats.log_noise(x) * np.sqrt(2.0)
     rise = float(np.log(x.max() / x[0]))

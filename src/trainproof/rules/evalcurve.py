@@ -62,9 +62,9 @@ _MEMORISED = Threshold(
     "Damage moves both curves together - on the public runs TP-EVAL-DIVERGE fails (an LR too "
     "high for a Whisper fine-tune, a run whose train loss froze) the train loss ends at "
     "0.59-0.82 of the eval loss's best - while a model that fits its training set four times "
-    "better than it ever fit held-out data is memorising, whatever its train curve does in the "
-    "noise near 0 (fresh10/iancarrasco: train 0.0025 -> 0.0053 at 163 % noise per point, eval "
-    "best 0.043). A ratio of the two losses: the same in any unit.")
+    "better than it ever fit held-out data (at the eval minimum or at the end) is memorising, "
+    "whatever its train curve does in the noise near 0 (fresh10/iancarrasco: train 0.0025 -> "
+    "0.0053 at 163 % noise per point, eval best 0.043). A ratio of the two losses: the same in any unit.")
 _TRAIN_END_SHARE = Threshold(
     0.1, "of the train loss points",
     "The train loss 'now' is the median of the last tenth of the log: recent enough to be the "
@@ -198,13 +198,18 @@ def train_then_and_now(t: Series, step: float) -> tuple[float, float]:
 
 def memorising(then: float, now: float, eval_best: float) -> str | None:
     """Why a climbing eval loss beside this train loss is memorisation (TP-OVERFIT's), or
-    None when it is not: the train loss kept falling past the eval minimum, or it sits far
-    below the best the model ever did on held-out data (saturated near 0, it cannot fall)."""
+    None when it is not: the train loss kept falling past the eval minimum, or it sat far
+    below the best the model ever did on held-out data - at that minimum or at the end - when
+    saturated near 0 it cannot fall, and a median of a few points there is as noisy as the
+    points (a train loss that then climbs to the eval's level is TP-DIVERGE's on the train
+    curve)."""
     if now < then:
         return ""
-    if now < _MEMORISED.value * eval_best:
-        return (f", under {_MEMORISED.value:.0%} of the best eval loss: the training set is fit far "
-                "better than the model ever generalised")
+    low = min(then, now)
+    if low < _MEMORISED.value * eval_best:
+        at = "at the eval minimum" if low == then else "at the end"
+        return (f", {low:.4g} {at} under {_MEMORISED.value:.0%} of the best eval loss: the training set "
+                "is fit far better than the model ever generalised")
     return None
 
 

@@ -299,7 +299,9 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
     # `logging_first_step` logs step 1 alone, one batch's loss among means of dozens, whose
     # scatter says nothing about where training started.
     full = first_point_is_full(s)
-    witness = ew.eval_witness(run, s, DEAD_RUN.t) if s.values.min() > 0 else None
+    # The eval loss speaks whatever the train loss's exact zeros (a bounded loss, a perfect
+    # batch); only a start that is not positive leaves nothing to weigh it against.
+    witness = ew.eval_witness(run, s, DEAD_RUN.t) if s.values[0] > 0 else None
     frozen = witness is not None and witness.frozen
     # Weights that never changed make the first point one more batch of the same model, not
     # the model before training: the start is the first block's median, as for a partial

@@ -54,7 +54,15 @@ TREND_FALL_SE = Threshold(
     "settling) leaves most pairs flat. The lr=0 runs reach at most 1.5; arbordreams's 5.6 % "
     "fall (2.3 x its per-point noise) is 27 standard errors.")
 
-THRESHOLDS = {"trend_z": TREND_Z, "trend_fall_se": TREND_FALL_SE}
+TREND_MIN_FALL = Threshold(
+    1e-4, "of where the line began",
+    "...and that fall is a real share of the loss: a log printed finely enough has almost no "
+    "point-to-point noise once the loss stops changing, so a drift in its last digits is many "
+    "standard errors and no learning. A whole run's fall under a hundredth of a percent is "
+    "what TP-LOSS-FROZEN calls a loss that stopped changing (its max_rel_spread); the smallest "
+    "fall this test must accept, arbordreams's, is 5.6 %.")
+
+THRESHOLDS = {"trend_z": TREND_Z, "trend_fall_se": TREND_FALL_SE, "trend_min_fall": TREND_MIN_FALL}
 
 
 class Trend(NamedTuple):
@@ -127,8 +135,9 @@ def steady_fall(s: Series, start: float, start_var: float, t: Callable[[str], fl
     # that a long log's largest single batch loss is not read as a climb.
     climb = float(np.log(float(b.medians.max()) / start))
     climb_se = _ratio(climb, sigma * np.sqrt(start_var + stats.MEDIAN_SE**2 / b.size))
-    steady = z >= t("trend_z") and fall_se >= t("trend_fall_se")
-    return Trend(z, float(-np.expm1(-drop)), fall_se, k, climb_se, bool(steady),
+    fall = float(-np.expm1(-drop))
+    steady = z >= t("trend_z") and fall_se >= t("trend_fall_se") and fall >= t("trend_min_fall")
+    return Trend(z, fall, fall_se, k, climb_se, bool(steady),
                  bool(climb_se > t("witness_wreck_se")))
 
 
