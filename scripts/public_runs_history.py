@@ -20,8 +20,11 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
   scripts/public_invariance.py, which judges every shown half logged otherwise).
 - TP-APPENDED-RUNS, TP-LOSS-FROZEN, TP-DEAD-RUN's witness_recovered: all ten halves (added or
   changed after fresh7's and fresh8's first scorings).
+- TP-OVERFIT/TP-EVAL-DIVERGE's memorised bar: fresh10 (changed after its first scoring, before
+  fresh9's); TP-ZERO-LR's printed decimals, camelCase names, TP-LOSS-BLOWUP, TP-EVAL-METRIC-FROZEN,
+  the eval witness beside a train loss with exact zeros, trend_min_fall: all twelve halves.
 fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
-earlier changes.
+earlier changes, fresh9 and fresh10 after all of those.
 """
 
 from __future__ import annotations
@@ -175,4 +178,28 @@ def intro(n: Counter) -> list[str]:
            "witness counts after a climb when the eval loss ended 10 % below the train loss's first point "
            "(no verdict moves on a full log).", ""]
           if n["fresh7"] or n["fresh8"] else []),
+        *([f"The ninth and tenth fresh halves: fresh9 ({n['fresh9']} runs from writers no earlier half used: DVCLive "
+           "directories, Flair `loss.tsv`, Sacred `metrics.json`, an MLflow file store) and fresh10 "
+           f"({n['fresh10']} runs: Keras History and `CSVLogger`, Lightning `metrics.csv`, Ultralytics, in "
+           "repositories no earlier half holds), labelled and committed (31bccb2, a98980b; 1b1cffd) before the "
+           "tool ran on any of their runs. fresh10 was scored once at 1cbc513, after every change above; fresh9 "
+           "once at c1fcd3f, after the Flair reader (written meanwhile from Flair's source and real runs, not "
+           "from these files) and after the one change fresh10 prompted; both first scorings are kept verbatim "
+           "(`public_runs/fresh9_first_scoring.txt`, `fresh10_first_scoring.txt`) and every miss reviewed "
+           "(`fresh9_review.json`, `fresh10_review.json`). Out of sample: fresh10 - one broken run passed (a "
+           "classifier at chance whose losses both fall) and one WARN-labelled overfit FAILed (a train loss "
+           "saturated near 0 cannot keep falling: TP-EVAL-DIVERGE read it as damage); fresh9 - two FAILs on "
+           "healthy Flair runs whose LR is printed `0.0000` (`{lr:.4f}`), three broken runs passed, five "
+           "NOT-CHECKED (GAN and multi-loss logs with no single loss, a one-point train log, a log whose 195 "
+           "points sit at step 0, and camelCase metric names the alias table did not know). Changed after those "
+           "scorings (before/after on every half in `public_runs/memorised_before_after.txt`, "
+           "`lr_printed_before_after.txt`, `blowup_before_after.txt`, `eval_frozen_before_after.txt`, "
+           "`sweep9_before_after.txt`): a climb of the eval loss beside a train loss under a quarter of its "
+           "best is memorisation (TP-OVERFIT), not damage; TP-ZERO-LR does not judge the zeros of an LR printed "
+           "to fixed decimals; camelCase names are read; TP-LOSS-BLOWUP (FAIL: a logged loss >= 100x its recent "
+           "level and its start) and TP-EVAL-METRIC-FROZEN (WARN: a held-out score identical at five or more "
+           "evaluations from the first while the eval loss moves) were added; and, after the perturbation sweep "
+           "with these halves, an exact 0 in the train loss no longer silences TP-DEAD-RUN's eval witness and a "
+           "steady fall must be 1e-4 of the loss. So both halves are in-sample for those.", ""]
+          if n["fresh9"] or n["fresh10"] else []),
     ]
