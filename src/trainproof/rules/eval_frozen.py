@@ -172,7 +172,7 @@ def eval_metric_frozen(run: Run) -> list[Finding] | Skip:
     r = EVAL_METRIC_FROZEN
     metrics = run.meta.get("heldout_metrics")
     if not isinstance(metrics, Mapping) or not metrics:
-        return Skip(SkipKind.NO_DATA, "no held-out quality metric (accuracy, F1, mAP, ...) in the log")
+        return Skip(SkipKind.NO_DATA, "no held-out accuracy, F1, mAP or other score column in the log")
     if isinstance(run.meta.get("appended"), dict):
         return Skip(SkipKind.DEGENERATE, "the log holds several appended runs; its held-out metric "
                     "columns are not split by run")
