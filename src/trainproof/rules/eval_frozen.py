@@ -52,7 +52,7 @@ EVAL_METRIC_FROZEN = rule(
     "score mean the evaluation is broken: check that it runs on the current weights and "
     "compares predictions with the right labels (their order, their id mapping).",
     thresholds={
-        "min_evals": Threshold(
+        "min_points": Threshold(
             5, "evaluations",
             "Three identical evaluations happen in healthy runs: a fine-tune often sits at the "
             "majority class for its first epoch or two before it breaks out, and a run that "
@@ -176,7 +176,7 @@ def eval_metric_frozen(run: Run) -> list[Finding] | Skip:
     if isinstance(run.meta.get("appended"), dict):
         return Skip(SkipKind.DEGENERATE, "the log holds several appended runs; its held-out metric "
                     "columns are not split by run")
-    frozen = _frozen(metrics, int(r.t("min_evals")))
+    frozen = _frozen(metrics, int(r.t("min_points")))
     for f in frozen:
         lo, hi = float(f.series.steps[0]), float(f.series.steps[-1])
         moved = _moved(run, lo, hi)
