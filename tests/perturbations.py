@@ -45,8 +45,13 @@ def verdict(run: Run) -> tuple[str, frozenset[str]]:
 
 
 def _map(run: Run, fn: Callable[[Series], Series]) -> Run:
+    """fn applied to every series, those the reader kept in meta included (the held-out
+    scores TP-EVAL-METRIC-FROZEN reads are the same log: cut and shifted with it)."""
+    meta = dict(run.meta)
+    if isinstance(held := meta.get("heldout_metrics"), dict):
+        meta["heldout_metrics"] = {k: fn(s) for k, s in held.items()}
     return Run(run.path, run.format, {k: fn(s) for k, s in run.series.items()}, run.records,
-               run.columns, run.notes, run.meta)
+               run.columns, run.notes, meta)
 
 
 def _keep(s: Series, mask: np.ndarray) -> Series:

@@ -21,7 +21,7 @@ from trainproof.address import SEPARATOR, join_address
 from trainproof.files import require_regular
 from trainproof.model import InputError, Run, Series
 from trainproof.parsers.base import Format, RawLog, read_text_head
-from trainproof.parsers.columns import CANONICAL, choose
+from trainproof.parsers.columns import CANONICAL, choose, heldout_quality
 from trainproof.parsers.compressed import compression, is_archive, logical_name, open_log, stream_notes
 from trainproof.parsers.stores import Store, read_selected
 
@@ -218,6 +218,9 @@ def build_run(path: str, fmt: str, raw: RawLog, mapping: Mapping[str, str]) -> R
     columns = tuple(sorted(raw.columns))
     records = raw.records if series or raw.records else 0
     meta = dict(raw.meta)
+    heldout = _heldout_metrics(raw)
+    if heldout:
+        meta["heldout_metrics"] = heldout  # read by TP-EVAL-METRIC-FROZEN (rules/eval_frozen.py)
     if resumes:
         meta["resumes"] = resumes  # judged by the resume rule (rules/resume.py)
         meta["resume_counts"] = resume_counts
@@ -231,6 +234,21 @@ def build_run(path: str, fmt: str, raw: RawLog, mapping: Mapping[str, str]) -> R
 
         run = last_run(run, by_epoch=raw.step_column is None)
     return run
+
+
+def _heldout_metrics(raw: RawLog) -> dict[str, Series]:
+    """Raw name -> series of every held-out quality column (columns.heldout_quality), in
+    log order with steps made increasing as the canonical series are. These are the
+    columns beside the loss that no canonical name keeps (coco/bbox_mAP, DEV_F1, val/iou);
+    evaluations are few, so they cost little."""
+    out: dict[str, Series] = {}
+    for col in sorted(raw.columns):
+        if heldout_quality(col):
+            steps, values = raw.columns[col]
+            s = _ordered(col, steps, values)[0].finite_only()
+            if len(s):
+                out[col] = s
+    return out
 
 
 def _may_hold_runs(run: Run) -> bool:

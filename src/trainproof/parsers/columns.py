@@ -119,3 +119,37 @@ def choose(raw_names: Iterable[str], mapping: Mapping[str, str]) -> dict[str, st
     out = {canon: raw for canon, (_, raw) in chosen.items()}
     out.update(mapping)
     return out
+
+
+# ---------------------------------------------------------------- held-out quality metrics
+# A score over a whole held-out set where higher is better (accuracy, F1, mAP, IoU, ...),
+# read by TP-EVAL-METRIC-FROZEN (rules/eval_frozen.py). Recognised by its words: one that
+# says held-out, one that says which score, and nothing else but qualifiers of the score.
+# Writers spell the first as a prefix (Keras `val_accuracy`, HF `eval_f1`, Flair `DEV_F1`,
+# Lightning `val/f1`, DVCLive `eval/accuracy`, Sacred `validAccuracy`) or as the
+# evaluator's namespace (MMEngine `coco/bbox_mAP`, Detectron2 `bbox/AP`, Ultralytics'
+# validation `metrics/mAP50(B)`). A word outside these is a class, an entity type or a
+# group (`eval_T007_f1`, `Validation.f1.OFF`, `eval_accuracy_class_Viral`), or something
+# that is not a score (`eval_best_f1_thresh`): a per-class score at 0 is a class the model
+# never finds, not a run whose decisions never changed.
+_HELD_OUT = frozenset({"eval", "val", "valid", "validation", "dev", "test", "coco", "bbox", "segm",
+                       "metrics", "voc", "pascal"})
+_SCORE = re.compile(r"(^|_)(acc|accuracy|f1|f_score|fscore|f_measure|precision|recall|m?ap|m?ap\d+|"
+                    r"m?iou|dice|auc|top\d|top_\d|exact_match|em|mcc|kappa|matthews_correlation)(_|$)")
+_QUALIFIERS = frozenset({
+    "acc", "accuracy", "f1", "f", "score", "fscore", "measure", "precision", "recall", "map", "ap", "miou",
+    "iou", "dice", "coef", "auc", "roc", "pr", "top", "exact", "match", "em", "mcc", "kappa", "matthews",
+    "correlation", "macro", "micro", "weighted", "overall", "mean", "avg", "average", "binary",
+    "categorical", "sparse", "subset", "token", "sequence", "seq", "box", "mask", "b", "m", "s", "l",
+    "epoch", "synth", "weak", "event", "intersection"})
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def heldout_quality(raw: str) -> bool:
+    """Whether a raw column is a higher-is-better score over a whole held-out set."""
+    words = _SEP.sub("_", _CAMEL.sub("_", raw.strip())).lower()
+    words = re.sub(r"[^a-z0-9_]+", "_", words).strip("_")
+    tokens = set(words.split("_"))
+    known = all(t in _HELD_OUT or t in _QUALIFIERS or t.isdigit() or re.fullmatch(r"m?ap\d+|top\d", t)
+                for t in tokens)
+    return known and bool(tokens & _HELD_OUT) and _SCORE.search(words) is not None

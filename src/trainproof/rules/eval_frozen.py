@@ -1,0 +1,190 @@
+"""Single-run rule on a held-out quality metric that never changed: accuracy, F1, mAP,
+IoU, dice, AUC ... identical at every evaluation, from the first, while the loss moved
+(TP-EVAL-METRIC-FROZEN, WARN). The model's weights changed and its decisions on the
+held-out set did not: it predicts one class (or no entity, no box) whatever its input, or
+the evaluation does not look at the model being trained. Which columns are held-out
+quality metrics is parsers/columns.py's (`heldout_quality`); the reader keeps them in the
+Run's meta as "heldout_metrics". Declared once here; the judge below is the only code
+that decides whether it fires.
+
+What it leaves to its neighbours: a run whose loss did not move either is the dead-run
+rules' (TP-FLAT, TP-DEAD-RUN, TP-LOSS-FROZEN); an error rate (WER, CER) is read by
+TP-EVAL-METRIC-CONFLICT against a near-zero eval loss."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import numpy as np
+
+from trainproof import stats
+from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
+from trainproof.rules import eval_metric  # noqa: F401  (registers eval-metric, which this check follows)
+from trainproof.rules.base import Example, Threshold, check, rule
+from trainproof.rules.gradients import G, where
+from trainproof.rules.run import FLAT
+from trainproof.rules.zeros import printed_resolution
+
+EVAL_METRIC_FROZEN = rule(
+    id="TP-EVAL-METRIC-FROZEN", level=Level.WARN, group=G,
+    title="A held-out quality metric never changed while the loss moved: the model's decisions "
+    "on held-out data did not depend on its training.",
+    evidence="{metric} = {value:.6g} at all {n} evaluations, steps {first:g}-{last:g}{others}; meanwhile "
+    "{moved}",
+    summary="An accuracy, F1, precision, recall, mAP/AP, IoU, dice, AUC, top-k or exact-match "
+    "scored on held-out data is the same value at every evaluation, five or more from the "
+    "first, while the eval loss moved (or, where none is logged, the train loss).",
+    why="Training that changes the weights enough to move the loss moves the model's scores "
+    "on held-out examples, and on an eval set of any real size some of them sit near a "
+    "decision boundary: their predictions flip and the metric changes by at least one "
+    "example's worth between some evaluations. A score that holds one value from the first "
+    "evaluation to the last means the decisions never changed. Either the model outputs the "
+    "same decision whatever its input (one class - accuracy at the majority share, or 1/k "
+    "on k balanced classes; a tagger or detector that predicts nothing - F1 or mAP at 0), "
+    "which its loss can still improve by calibrating that constant, or the evaluation does "
+    "not score the model being trained (a fixed checkpoint loaded for eval, labels or "
+    "predictions that do not match, a metric computed on the wrong tensor).",
+    fix="Print the predictions on a few held-out examples and their distribution over "
+    "classes: one class everywhere is a collapse (check the class balance and loss "
+    "weighting, the learning rate, that the inputs are normalised and reach the model, and "
+    "that the labels are the targets the loss uses). Varied predictions with an unchanging "
+    "score mean the evaluation is broken: check that it runs on the current weights and "
+    "compares predictions with the right labels (their order, their id mapping).",
+    thresholds={
+        "min_points": Threshold(
+            5, "evaluations",
+            "Three identical evaluations happen in healthy runs: a fine-tune often sits at the "
+            "majority class for its first epoch or two before it breaks out, and a run that "
+            "evaluates three times can be all plateau. Five, from the first, are four intervals "
+            "of training - each moving the loss - in which not one held-out decision flipped: on "
+            "an eval set of a hundred examples or more a model that responds to its input flips "
+            "some near the boundary in that time, so five in a row is a model, or an "
+            "evaluation, that does not respond."),
+        "min_train_move": Threshold(
+            0.05, "of the train loss at the first evaluation",
+            "Whether the weights moved is read from the eval loss where one is logged over the "
+            "evaluations: on a fixed eval set it is a function of the weights, so it moved when "
+            "its range exceeds TP-FLAT's band and the log's printed precision, and one that "
+            "repeats itself means the evaluated weights did not change (the dead-run rules' "
+            "case), whatever the train loss does. Without an eval loss, the train loss moved "
+            "when the median of its points at the last evaluation's end of the span differs "
+            "from that at the first by this share: a mean over a logging interval wobbles by a "
+            "few percent, a 5 % shift between the two ends is a trend (TP-LOSS-ROSE's band)."),
+        "train_window": Threshold(
+            0.1, "of the train loss points between the first and last evaluation",
+            "Each end of the train loss is the median of this share of its points (at least "
+            "one), so one noisy batch does not decide whether it moved."),
+    },
+    fires=Example({"steps": [1, 2, 3, 4, 5, 6, 7, 8],
+                   "loss": [2.02, 1.95, 1.9, 1.86, 1.83, 1.8, 1.78, 1.76],
+                   "val_loss": [3.91, 2.9, 2.4, 2.1, 1.95, 1.83, 1.76, 1.70],
+                   "val_accuracy": [0.2] * 8},
+                  note="a 5-class Keras classifier that predicts one class: val_accuracy 0.2 at "
+                  "every epoch while both losses fall"),
+    passes=Example({"steps": [1, 2, 3, 4, 5, 6, 7, 8],
+                    "loss": [2.02, 1.6, 1.2, 0.9, 0.7, 0.55, 0.45, 0.4],
+                    "val_loss": [1.9, 1.5, 1.2, 1.0, 0.9, 0.85, 0.82, 0.8],
+                    "val_accuracy": [0.31, 0.46, 0.58, 0.64, 0.69, 0.71, 0.71, 0.72]},
+                   note="the same classifier learning: its accuracy moves with its loss"),
+    limits="Reads the held-out columns parsers/columns.py recognises (a held-out word - eval, "
+    "val, valid, validation, dev, test, or the evaluator's namespace coco, bbox, segm, "
+    "Ultralytics' metrics - and a score word; never a loss, never a training-set score). A "
+    "perfect score (1 or 100) repeated is a solved eval set, not judged. A tiny eval set "
+    "quantises the score (10 examples: steps of 0.1), so a model that already got the same "
+    "9 of 10 right at its first evaluation and keeps them is flagged: the log cannot tell "
+    "it from a collapse, hence a WARN. A per-class column (Detectron2's `bbox/AP-<class>`, "
+    "beside `bbox/AP`) is not judged: a class the model never finds is not the run's "
+    "failure. A log holding several appended runs is not judged (its metric columns are not "
+    "split by run). Fewer than five evaluations are not judged, so a three-epoch run stuck "
+    "at the majority class is not reported.",
+)
+
+
+class _Frozen(NamedTuple):
+    name: str
+    series: Series
+
+
+def _frozen(metrics: Mapping[str, Series], least: int) -> list[_Frozen]:
+    """The held-out metrics identical at every one of at least `least` evaluations, not at
+    a perfect score or a negative sentinel, not a per-class column beside its aggregate;
+    most evaluations first."""
+    out = []
+    for name, s in metrics.items():
+        v = s.values
+        if len(v) < least or v.max() != v.min() or float(v[0]) in (1.0, 100.0) or v[0] < 0:
+            continue  # moved; or a perfect score; or COCO's -1, "no object of this size"
+        if "-" in name and name.rsplit("-", 1)[0] in metrics:
+            continue  # Detectron2's per-class AP beside the aggregate
+        out.append(_Frozen(name, s))
+    return sorted(out, key=lambda f: (-len(f.series), f.name))
+
+
+def _eval_loss_moved(run: Run, lo: float, hi: float) -> str | None:
+    """'eval loss A -> B' when the eval loss within the evaluations' span moved beyond TP-FLAT's
+    band and the log's printed precision, else None."""
+    s = run.get("eval_loss")
+    s = s.finite_only() if s is not None else None
+    if s is None:
+        return None
+    v = s.values[(s.steps >= lo) & (s.steps <= hi)]
+    if v.size < 2:
+        return None
+    spread = float(v.max() - v.min())
+    band = max(FLAT.t("rel_range") * abs(float(stats.median(v))), printed_resolution(v))
+    if spread <= band:
+        return None
+    return f"the eval loss went {v[0]:.4g} -> {v[-1]:.4g} (range {v.min():.4g}-{v.max():.4g})"
+
+
+def _train_loss_moved(run: Run, lo: float, hi: float) -> str | None:
+    """'train loss A -> B' when the medians at both ends of the evaluations' span differ by
+    min_train_move of the first, else None."""
+    r = EVAL_METRIC_FROZEN
+    s = run.get("loss")
+    s = s.finite_only() if s is not None else None
+    if s is None:
+        return None
+    v = s.values[(s.steps >= lo) & (s.steps <= hi)]
+    if v.size < 2:
+        return None
+    k = max(1, int(r.t("train_window") * v.size))
+    a, b = float(stats.median(v[:k])), float(stats.median(v[-k:]))
+    if a == 0 or abs(b - a) < r.t("min_train_move") * abs(a):
+        return None
+    return f"the train loss went {a:.4g} -> {b:.4g} ({(b - a) / abs(a):+.0%})"
+
+
+def _moved(run: Run, lo: float, hi: float) -> str | None:
+    """How the loss moved over the evaluations' span, or None when it did not. An eval loss
+    logged there decides alone: on a fixed eval set it is a function of the weights, so one
+    that repeats itself says the evaluated weights did not change, whatever the train loss
+    (a noisy mean over changing batches) does; without one the train loss's trend decides."""
+    ev = run.get("eval_loss")
+    if ev is not None and int(((ev.steps >= lo) & (ev.steps <= hi) & np.isfinite(ev.values)).sum()) >= 2:
+        return _eval_loss_moved(run, lo, hi)
+    return _train_loss_moved(run, lo, hi)
+
+
+@check("eval-frozen", EVAL_METRIC_FROZEN, after="eval-metric")
+def eval_metric_frozen(run: Run) -> list[Finding] | Skip:
+    r = EVAL_METRIC_FROZEN
+    metrics = run.meta.get("heldout_metrics")
+    if not isinstance(metrics, Mapping) or not metrics:
+        return Skip(SkipKind.NO_DATA, "no held-out accuracy, F1, mAP or other score column in the log")
+    if isinstance(run.meta.get("appended"), dict):
+        return Skip(SkipKind.DEGENERATE, "the log holds several appended runs; its held-out metric "
+                    "columns are not split by run")
+    frozen = _frozen(metrics, int(r.t("min_points")))
+    for f in frozen:
+        lo, hi = float(f.series.steps[0]), float(f.series.steps[-1])
+        moved = _moved(run, lo, hi)
+        if moved is None:
+            continue  # the weights did not visibly move either: the dead-run rules' case
+        rest = len(frozen) - 1
+        others = f"; {rest} other held-out metric(s) frozen too" if rest else ""
+        return [r.finding(where(run, lo), metric=f.name, value=float(f.series.values[0]), n=len(f.series),
+                          first=lo, last=hi, others=others, moved=moved)]
+    return []
+

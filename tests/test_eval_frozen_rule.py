@@ -1,0 +1,189 @@
+"""TP-EVAL-METRIC-FROZEN (rules/eval_frozen.py): a held-out accuracy, F1, mAP, IoU ... that
+holds one value at every evaluation, from the first, while the eval loss moved.
+
+The real cases: a Lightning run whose normalisation bug leaves the model only its biases
+(tests/fixtures/core/eval_frozen/one_class, made by
+scripts/fixtures/make_eval_frozen_lightning_fixtures.py with lightning 2.6.6): val_acc
+0.7075, the majority share, at all 8 epochs while val_loss falls 0.665 -> 0.606; and the
+fresh half's token classifier shlomota (eval F1/precision/recall 0 at all 100
+evaluations, labelled WARN by its reader before any tool ran). Every other real log -
+public runs of the in-sample halves, galleries, evidence/, fixtures, ../shared/corpus -
+stays silent, the same run without the bug among them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trainproof.examples import run_from
+from trainproof.model import Run, Series, Skip, SkipKind
+from trainproof.parsers import read_run
+from trainproof.parsers.columns import heldout_quality
+from trainproof.rules.eval_frozen import EVAL_METRIC_FROZEN, eval_metric_frozen
+
+from .real_logs import fires_on, local, public
+
+RULE = "TP-EVAL-METRIC-FROZEN"
+FIX = Path(__file__).parent / "fixtures" / "core" / "eval_frozen"
+TOKEN_CLASSIFIER = "shlomota__taami__checkpoint-5000-trainer_state"
+
+
+def metrics_csv(name: str) -> Path:
+    return FIX / name / "lightning_logs" / "version_0" / "metrics.csv"
+
+
+def _fires(run: Run) -> bool:
+    out = eval_metric_frozen(run)
+    return not isinstance(out, Skip) and bool(out)
+
+
+# ---------------------------------------------------------------- the real Lightning runs
+
+@pytest.mark.parametrize("name", ["one_class", "healthy"])
+def test_columns_equal_what_lightning_logged(name: str) -> None:
+    want = json.loads((FIX / name / "expected.json").read_text())["validations"]
+    run = read_run(metrics_csv(name))
+    acc = run.meta["heldout_metrics"]["val_acc"]
+    ev = run.series["eval_loss"]
+    np.testing.assert_array_equal(acc.steps, [p["step"] for p in want])
+    np.testing.assert_allclose(acc.values, [p["val_acc"] for p in want], rtol=1e-7)
+    np.testing.assert_allclose(ev.values, [p["val_loss"] for p in want], rtol=1e-7)
+
+
+def test_fires_on_the_real_run_that_predicts_one_class() -> None:
+    out = eval_metric_frozen(read_run(metrics_csv("one_class")))
+    assert isinstance(out, list) and [f.rule_id for f in out] == [RULE]
+    v = out[0].values
+    assert v["metric"] == "val_acc" and v["n"] == 8 and v["value"] == pytest.approx(0.7075)
+    assert "eval loss went 0.6649 -> 0.6064" in str(v["moved"])
+
+
+def test_silent_on_the_same_run_without_the_bug() -> None:
+    assert eval_metric_frozen(read_run(metrics_csv("healthy"))) == []
+
+
+def test_fires_on_no_other_real_log() -> None:
+    assert len(public()) >= 200 and len(local()) >= 100  # the logs were found
+    assert fires_on(eval_metric_frozen, public()) == {TOKEN_CLASSIFIER}
+    assert {Path(p).parts[-4] for p in fires_on(eval_metric_frozen, local())} == {"one_class"}
+
+
+# ---------------------------------------------------------------- how writers spell it
+
+@pytest.mark.parametrize("name", [
+    "val_accuracy", "val_acc", "eval_accuracy", "eval_f1", "val/f1", "DEV_F1", "DEV_ACCURACY", "DEV_F-SCORE",
+    "bbox/AP", "coco/bbox_mAP", "metrics/mAP50(B)", "metrics/mAP50-95(B)", "eval/accuracy", "val/iou",
+    "validation/dice", "validAccuracy", "val_top_5_accuracy", "eval_exact_match", "val_auc", "eval_Macro F1",
+    "eval_matthews_correlation", "metrics/accuracy_top1"])
+def test_held_out_scores_are_recognised(name: str) -> None:
+    assert heldout_quality(name)
+
+
+@pytest.mark.parametrize("name", [
+    "accuracy", "train_acc", "Train.accuracy", "val_loss", "loss_dice", "eval_wer", "fast_rcnn/cls_accuracy",
+    "eval/r2_score", "eval_T007_f1", "Validation.f1.OFF", "eval_accuracy_class_Viral", "bbox/AP-hazelnut",
+    "eval_best_f1_thresh", "eval_NoAns_f1", "test/f1_B-ITEM"])
+def test_training_scores_losses_and_per_class_columns_are_not(name: str) -> None:
+    assert not heldout_quality(name)
+
+
+# ---------------------------------------------------------------- generated evaluations
+
+FALLING = [1.8, 1.5, 1.3, 1.15, 1.05, 0.98, 0.93, 0.9]
+
+
+def _run(metric: list[float], name: str = "val_accuracy", eval_loss: list[float] | None = FALLING,
+         loss: list[float] | None = None) -> Run:
+    n = len(metric)
+    data: dict[str, list[float]] = {"steps": list(range(1, n + 1)), name: metric}
+    data["loss"] = loss if loss is not None else list(np.geomspace(2.0, 1.0, n))
+    if eval_loss is not None:
+        data["val_loss"] = eval_loss[:n]
+    return run_from(data)
+
+
+def test_the_catalogue_examples() -> None:
+    assert _fires(run_from({k: v for k, v in EVAL_METRIC_FROZEN.fires.data.items()}))
+    assert not _fires(run_from({k: v for k, v in EVAL_METRIC_FROZEN.passes.data.items()}))
+
+
+def test_a_flair_tagger_that_never_predicts_an_entity() -> None:
+    run = _run([0.0] * 8, name="DEV_F1")
+    out = eval_metric_frozen(run)
+    assert isinstance(out, list) and out[0].values["metric"] == "DEV_F1" and out[0].values["value"] == 0.0
+
+
+def test_too_few_evaluations_are_not_judged() -> None:
+    assert not _fires(_run([0.6525] * 4))
+    assert _fires(_run([0.6525] * 5))
+
+
+def test_a_metric_that_moves_once_is_not_frozen() -> None:
+    """A fine-tune at the majority class for its first evaluations that then breaks out."""
+    assert not _fires(_run([0.6525] * 7 + [0.6600]))
+    assert not _fires(_run([0.70, 0.70, 0.71, 0.70, 0.70, 0.70, 0.70, 0.70]))
+
+
+def test_a_perfect_score_and_cocos_no_object_sentinel_are_not_judged() -> None:
+    assert not _fires(_run([1.0] * 8))
+    assert not _fires(_run([100.0] * 8))
+    assert not _fires(_run([-1.0] * 8, name="coco/AP (M)"))
+
+
+def test_a_frozen_eval_loss_leaves_it_to_the_dead_run_rules() -> None:
+    """The eval loss is a function of the weights on a fixed set: repeated, nothing moved,
+    whatever the noisy train loss does."""
+    assert not _fires(_run([0.5] * 8, eval_loss=[0.75] * 8))
+
+
+def test_without_an_eval_loss_the_train_loss_trend_decides() -> None:
+    assert _fires(_run([0.2] * 8, eval_loss=None))  # train loss 2.0 -> 1.0
+    assert not _fires(_run([0.2] * 8, eval_loss=None, loss=[1.0, 1.01, 0.99, 1.0, 1.02, 0.99, 1.0, 0.98]))
+
+
+def test_a_per_class_column_beside_its_aggregate_is_not_judged() -> None:
+    data = {"steps": list(range(1, 9)), "loss": list(np.geomspace(2.0, 1.0, 8)), "val_loss": FALLING,
+            "bbox/AP": [10.0, 20, 25, 30, 33, 35, 36, 37], "bbox/AP-4": [0.0] * 8}
+    assert not _fires(run_from(data))
+
+
+def test_no_held_out_metric_and_an_appended_log_are_skips() -> None:
+    out = eval_metric_frozen(run_from({"loss": [1.0, 0.9, 0.8]}))
+    assert isinstance(out, Skip) and out.kind is SkipKind.NO_DATA
+    run = _run([0.2] * 8)
+    out = eval_metric_frozen(replace(run, meta={**run.meta, "appended": {"runs": 2}}))
+    assert isinstance(out, Skip) and out.kind is SkipKind.DEGENERATE
+
+
+# ---------------------------------------------------------------- how the run was logged
+
+def _scaled(run: Run, factor: float) -> Run:
+    m = {k: Series(s.name, s.steps, s.values * factor) for k, s in run.meta["heldout_metrics"].items()}
+    return replace(run, meta={**run.meta, "heldout_metrics": m})
+
+
+def _thinned(run: Run, offset: float = 0.0) -> Run:
+    """Every other evaluation (and every other point of every curve), steps shifted."""
+    def half(s: Series) -> Series:
+        return Series(s.name, s.steps[::2] + offset, s.values[::2])
+    m = {k: half(s) for k, s in run.meta["heldout_metrics"].items()}
+    return replace(run, series={k: half(s) for k, s in run.series.items()},
+                   meta={**run.meta, "heldout_metrics": m})
+
+
+def test_units_do_not_matter() -> None:
+    real = read_run(metrics_csv("one_class"))
+    assert _fires(_scaled(real, 100.0))  # 70.75 %
+    assert not _fires(_scaled(read_run(metrics_csv("healthy")), 100.0))
+
+
+def test_half_the_evaluations_stays_or_is_too_few() -> None:
+    real = read_run(metrics_csv("one_class"))  # 8 evaluations -> 4: too few, not judged
+    out = eval_metric_frozen(_thinned(real))
+    assert out == []
+    long = _run([0.2] * 12, eval_loss=list(np.geomspace(3.9, 1.7, 12)))  # 12 -> 6: still fires
+    assert _fires(long) and _fires(_thinned(long, offset=1000.0))
