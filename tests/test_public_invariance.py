@@ -31,9 +31,10 @@ _spec.loader.exec_module(pi)
 # points), 13 to or from FAIL. With fresh9 and fresh10 (478 runs, 5,258 judgements): 107 moved,
 # 20 to or from FAIL, 5 of them unexplained; after the rules changed for them (an exact 0 in a
 # train loss no longer silences the eval witness, a steady fall must be 1e-4 of the loss, the
-# memorised train loss is read at the eval minimum too) 104, 15 to or from FAIL, each stated.
+# memorised train loss is read at the eval minimum too) 104, 15 to or from FAIL, each stated;
+# with the held-out scores cut and shifted with the log (tests/perturbations.py) 102.
 # A rule change that moves more must say why here.
-MAX_MOVES = 104
+MAX_MOVES = 102
 
 
 @pytest.fixture(scope="module")
