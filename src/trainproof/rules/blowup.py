@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from trainproof import stats
-from trainproof.model import Finding, Level, Run, Skip, SkipKind
+from trainproof.model import Finding, Level, Run, Skip
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gradients import G, where
-from trainproof.rules.run import positive_loss
+from trainproof.rules.run import positive_loss, surrogate_loss
 
 _falling = [62.0, 61.0, 60.0, 58.5, 57.0, 55.0, 53.0, 51.0, 49.5, 48.0, 46.0, 44.0]
 
@@ -77,9 +77,8 @@ BLOWUP = rule(
 @check("loss-blowup", BLOWUP, after="nan")
 def loss_blowup(run: Run) -> list[Finding] | Skip:
     r = BLOWUP
-    if run.get("reward") is not None:
-        return Skip(SkipKind.COVERED, "a policy-gradient loss (a reward is logged) is a surrogate; "
-                    "the reward is judged instead")
+    if (skip := surrogate_loss(run)) is not None:
+        return skip
     s = positive_loss(run, int(r.t("min_points")), "a blow-up is judged as a ratio")
     if isinstance(s, Skip):
         return s

@@ -121,15 +121,21 @@ def _frozen(metrics: Mapping[str, Series], least: int) -> list[_Frozen]:
     return sorted(out, key=lambda f: (-len(f.series), f.name))
 
 
-def _eval_loss_moved(run: Run, lo: float, hi: float) -> str | None:
-    """'eval loss A -> B' when the eval loss within the evaluations' span moved beyond TP-FLAT's
-    band and the log's printed precision, else None."""
-    s = run.get("eval_loss")
+def _within(run: Run, name: str, lo: float, hi: float) -> np.ndarray | None:
+    """The finite values of `name` logged between steps lo and hi, when there are two or more."""
+    s = run.get(name)
     s = s.finite_only() if s is not None else None
     if s is None:
         return None
     v = s.values[(s.steps >= lo) & (s.steps <= hi)]
-    if v.size < 2:
+    return v if v.size >= 2 else None
+
+
+def _eval_loss_moved(run: Run, lo: float, hi: float) -> str | None:
+    """'eval loss A -> B' when the eval loss within the evaluations' span moved beyond TP-FLAT's
+    band and the log's printed precision, else None."""
+    v = _within(run, "eval_loss", lo, hi)
+    if v is None:
         return None
     spread = float(v.max() - v.min())
     band = max(FLAT.t("rel_range") * abs(float(stats.median(v))), printed_resolution(v))
@@ -142,12 +148,8 @@ def _train_loss_moved(run: Run, lo: float, hi: float) -> str | None:
     """'train loss A -> B' when the medians at both ends of the evaluations' span differ by
     min_train_move of the first, else None."""
     r = EVAL_METRIC_FROZEN
-    s = run.get("loss")
-    s = s.finite_only() if s is not None else None
-    if s is None:
-        return None
-    v = s.values[(s.steps >= lo) & (s.steps <= hi)]
-    if v.size < 2:
+    v = _within(run, "loss", lo, hi)
+    if v is None:
         return None
     k = max(1, int(r.t("train_window") * v.size))
     a, b = float(stats.median(v[:k])), float(stats.median(v[-k:]))

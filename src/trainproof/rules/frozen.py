@@ -14,10 +14,10 @@ from typing import NamedTuple
 import numpy as np
 
 from trainproof import stats
-from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
+from trainproof.model import Finding, Level, Run, Series, Skip
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gradients import G, finite_loss, where
-from trainproof.rules.run import FLAT, loss_median
+from trainproof.rules.run import FLAT, loss_median, surrogate_loss
 from trainproof.rules.zeros import printed_resolution
 
 FROZEN = rule(
@@ -120,9 +120,8 @@ _MAX_CHUNK = 1 << 16  # ...up to this
 @check("frozen-loss", FROZEN, after="flat-loss")
 def loss_frozen(run: Run) -> list[Finding] | Skip:
     r = FROZEN
-    if run.get("reward") is not None:
-        return Skip(SkipKind.COVERED, "a policy-gradient loss (a reward is logged) is a surrogate; "
-                    "the reward is judged instead")
+    if (skip := surrogate_loss(run)) is not None:
+        return skip
     s = finite_loss(run, int(r.t("min_points")))
     if isinstance(s, Skip):
         return s

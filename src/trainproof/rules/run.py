@@ -18,6 +18,16 @@ from trainproof.rules.gradients import G, finite_loss
 from trainproof.rules.gradients import where as _where
 
 
+def surrogate_loss(run: Run) -> Skip | None:
+    """The skip of a rule that reads the loss's shape when the loss is a policy-gradient
+    surrogate (a reward is logged): its level and stillness mean nothing, the reward rules
+    judge the run."""
+    if run.get("reward") is None:
+        return None
+    return Skip(SkipKind.COVERED, "a policy-gradient loss (a reward is logged) is a surrogate; "
+                "the reward is judged instead")
+
+
 def positive_loss(run: Run, minimum: int, why: str) -> Series | Skip:
     """The finite loss points for a rule that judges the loss in ratios: a typed skip, saying
     `why` a ratio needs it, when any of them is zero or negative."""
