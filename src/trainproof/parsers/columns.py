@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 # canonical -> normalised aliases, most preferred first
 ALIASES: Mapping[str, tuple[str, ...]] = {
@@ -86,6 +87,7 @@ def normalise(raw: str) -> str:
     return _SEP.sub("_", raw.strip().lower()).strip("_") or raw
 
 
+@lru_cache(maxsize=4096)  # called per key of every scanned text line; names repeat, the cache is bounded
 def canonical(raw: str) -> tuple[str, int] | None:
     """(canonical name, preference rank) for a raw column, or None if unrecognised. A
     camelCase name (`trainLoss`, `validLoss`: a Sacred `log_scalar` or a hand-written loop)
