@@ -165,3 +165,25 @@ def test_an_lr_printed_as_zero_to_four_decimals_is_not_judged_zero(tmp_path, run
     assert "printed to 4 decimals" in json.dumps(rep["checks"])
     code, out, _ = run_cli("epoch", with_lr("0e+00"), "--json")
     assert code == 1 and "TP-ZERO-LR" in {f["id"] for f in json.loads(out)["reports"][0]["findings"]}
+
+
+def test_every_public_flair_loss_tsv_reads_as_its_collector_read_it(tmp_path):
+    """The eleven Flair loss.tsv files strangers committed (public_runs/fresh9, rebuilt byte
+    for byte): every series the collector extracted by hand, read the same - including the
+    older layouts whose rows carry one doubled tab (after TRAIN_LOSS, or before DEV_ACCURACY),
+    which shifted every later value one column right of its name before."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import public_runs as pr
+
+    docs = [d for d in pr.load_corpus() if d["source"]["writer"] == "flair_loss_tsv"]
+    assert len(docs) >= 11
+    doubled = 0
+    for i, doc in enumerate(docs):
+        (tmp_path / str(i)).mkdir()
+        raw = flair.read(pr.rebuild(doc, tmp_path / str(i)))
+        doubled += any("doubled tab" in n for n in raw.notes)
+        for name, points in doc["series"].items():
+            assert raw.columns[name][1].tolist() == [v for _, v in points], (doc["id"], name)
+    assert doubled == 3

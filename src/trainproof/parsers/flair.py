@@ -56,7 +56,7 @@ class _Reader:
     def __init__(self, header: list[str]) -> None:
         self.header = header
         self.cols = Columns()
-        self.records = self.ragged = self.no_epoch = self.groups = 0
+        self.records = self.ragged = self.no_epoch = self.groups = self.doubled = 0
         self.day = 0.0  # seconds added for each midnight the clock passed
         self.last_clock: float | None = None
         # The most decimals a LEARNING_RATE cell printed (Flair writes `{lr:.4f}`), or None once
@@ -64,6 +64,13 @@ class _Reader:
         self.lr_decimals: int | None = 0
 
     def row(self, cells: list[str]) -> None:
+        if len(cells) == len(self.header) + 1 and "" in cells[4:]:
+            # Older releases write a doubled tab in some rows (public loss.tsv files: after
+            # TRAIN_LOSS when train metrics are off, or before DEV_ACCURACY): one empty cell
+            # too many, every later value one column right of its name. Without it they align.
+            i = cells.index("", 4)
+            cells = cells[:i] + cells[i + 1:]
+            self.doubled += 1
         if len(cells) > len(self.header):
             self.ragged += 1
         epoch = number(cells[0])
@@ -119,6 +126,9 @@ class _Reader:
         if self.groups:
             notes.append(f"LEARNING_RATE lists several parameter groups on {self.groups} row(s): "
                          "the first group's is read")
+        if self.doubled:
+            notes.append(f"{self.doubled} row(s) with one empty cell more than the header (a doubled tab): "
+                         "read without it")
         if self.ragged:
             notes.append(f"{self.ragged} row(s) with more cells than the header; extra cells ignored")
         if self.no_epoch:
