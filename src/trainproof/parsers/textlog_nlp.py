@@ -137,9 +137,12 @@ def _onmt_valid(m: re.Match[str], state: State) -> Hit | None:
     if kind == "Validation" and m.group(2) == "perplexity" and ppl is not None and ppl > 0:
         xent = math.log(ppl)
         if xent >= _ONMT_CAP * (1 - 1e-5):  # %g keeps 6 digits of exp(100)
+            # Censored, not measured: read as an eval loss, a run of caps looks like a curve
+            # that never moved (the dead-run rule's "the weights never changed").
             say(state, "OpenNMT-py printed {n} validation perplexity(ies) of exp(100), its cap: "
-                       "the eval loss there is at least 100")
-        values.append(("valid_xent", xent))
+                       "the eval loss there is at least 100 and is not read as a value")
+        else:
+            values.append(("valid_xent", xent))
     return Hit(values, step, "eval" if kind == "Validation" else "train")
 
 
