@@ -78,10 +78,13 @@ def test_judged_end_to_end_and_found_by_doctor(tmp_path, run_cli, model, code, r
         got, out, _ = run_cli("epoch", FLAIR / model / name)
         assert got == code and rule in out, out
     shutil.copytree(FLAIR / model, tmp_path / "model")
-    found = sorted((p.name, f.name) for p, f in discover(tmp_path, 10).logs)
-    assert found == [("loss.tsv", "flair"), ("training.log", "textlog")]
+    found = discover(tmp_path, 10)  # one run, one report: loss.tsv judged, its training.log listed
+    assert [(p.name, f.name) for p, f in found.logs] == [("loss.tsv", "flair")]
+    assert [(p.name, why.split(":")[0]) for p, why in found.not_judged] == [("training.log", "Flair's training.log")]
     got, out, _ = run_cli("doctor", tmp_path)
     assert got == code and "loss.tsv" in out and "training.log" in out
+    (tmp_path / "model" / "loss.tsv").unlink()  # alone, training.log is the run's log
+    assert [(p.name, f.name) for p, f in discover(tmp_path, 10).logs] == [("training.log", "textlog")]
 
 
 def test_older_loss_tsv_layouts(tmp_path):

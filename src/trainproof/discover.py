@@ -170,6 +170,7 @@ def discover(root: Path, max_logs: int) -> Discovery:
         stack.extend((here / n, depth + 1) for n in reversed(dirnames))
     _fold_checkpoints(found)
     _fold_mmengine_copies(found)
+    _fold_flair_training_log(found)
     _fold_records(found)
     if len(found.logs) > max_logs:
         for p, _ in found.logs[max_logs:]:
@@ -221,6 +222,20 @@ def _fold_mmengine_copies(found: Discovery) -> None:
         twin = p.with_name("scalars.json")
         if f.name == "mmengine" and p != twin and twin in kept and _same_size(p, twin):
             found.not_judged.append((p, f"the same lines as {twin.name} beside it (MMEngine writes both)"))
+        else:
+            keep.append((p, f))
+    found.logs = keep
+
+
+def _fold_flair_training_log(found: Discovery) -> None:
+    """Flair's ModelTrainer writes training.log beside loss.tsv in its model folder, the same
+    epochs twice: judge loss.tsv (it also holds the LR and every split's scores) once and
+    list training.log, so one run is not reported as two."""
+    tsv = {p.parent for p, f in found.logs if f.name == "flair" and p.name == "loss.tsv"}
+    keep = []
+    for p, f in found.logs:
+        if f.name == "textlog" and p.name == "training.log" and p.parent in tsv:
+            found.not_judged.append((p, "Flair's training.log: the same epochs as loss.tsv beside it, judged there"))
         else:
             keep.append((p, f))
     found.logs = keep
