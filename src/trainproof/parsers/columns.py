@@ -144,7 +144,6 @@ _QUALIFIERS = frozenset({
     "correlation", "macro", "micro", "weighted", "overall", "mean", "avg", "average", "binary",
     "categorical", "sparse", "subset", "token", "sequence", "seq", "box", "mask", "b", "m", "s", "l",
     "epoch", "synth", "weak", "event", "intersection"})
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def heldout_quality(raw: str) -> bool:

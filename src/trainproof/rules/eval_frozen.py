@@ -131,12 +131,9 @@ def _within(run: Run, name: str, lo: float, hi: float) -> np.ndarray | None:
     return v if v.size >= 2 else None
 
 
-def _eval_loss_moved(run: Run, lo: float, hi: float) -> str | None:
-    """'eval loss A -> B' when the eval loss within the evaluations' span moved beyond TP-FLAT's
-    band and the log's printed precision, else None."""
-    v = _within(run, "eval_loss", lo, hi)
-    if v is None:
-        return None
+def _eval_loss_moved(v: np.ndarray) -> str | None:
+    """'eval loss A -> B' when the eval loss `v` (its values within the evaluations' span)
+    moved beyond TP-FLAT's band and the log's printed precision, else None."""
     spread = float(v.max() - v.min())
     band = max(FLAT.t("rel_range") * abs(float(stats.median(v))), printed_resolution(v))
     if spread <= band:
@@ -163,9 +160,9 @@ def _moved(run: Run, lo: float, hi: float) -> str | None:
     logged there decides alone: on a fixed eval set it is a function of the weights, so one
     that repeats itself says the evaluated weights did not change, whatever the train loss
     (a noisy mean over changing batches) does; without one the train loss's trend decides."""
-    ev = run.get("eval_loss")
-    if ev is not None and int(((ev.steps >= lo) & (ev.steps <= hi) & np.isfinite(ev.values)).sum()) >= 2:
-        return _eval_loss_moved(run, lo, hi)
+    ev = _within(run, "eval_loss", lo, hi)
+    if ev is not None:
+        return _eval_loss_moved(ev)
     return _train_loss_moved(run, lo, hi)
 
 
