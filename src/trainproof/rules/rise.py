@@ -158,6 +158,7 @@ NO_PROGRESS = rule(
     fix="Check the learning rate actually applied and that the loss falls on a held-out set "
     "(an eval loss settles it); log the loss averaged over more steps, or run longer.",
     # its bands are TP-DEAD-RUN's (min_improvement, clear_improvement, resolve_se), read there
+    thresholds={"min_points": DEAD_RUN.thresholds["min_points"]},
     fires=Example({"loss": [0.77, 0.84, 1.08, 0.89, 0.76, 0.94, 0.62, 1.0, 0.86, 0.76, 0.88, 1.09,
                             0.95, 0.64, 0.88, 0.64, 1.0, 0.83, 0.77, 0.93]}),
     passes=Example({"loss": [1.52, 1.45, 1.40, 1.35, 1.30, 1.20, 1.15, 1.10, 1.05, 1.00]}),
