@@ -23,6 +23,8 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
 - TP-OVERFIT/TP-EVAL-DIVERGE's memorised bar: fresh10 (changed after its first scoring, before
   fresh9's); TP-ZERO-LR's printed decimals, camelCase names, TP-LOSS-BLOWUP, TP-EVAL-METRIC-FROZEN,
   the eval witness beside a train loss with exact zeros, trend_min_fall: all twelve halves.
+- TP-DEAD-RUN's resolve_se at two standard errors, and TP-NO-PROGRESS (WARN) beside it: all
+  twelve halves (changed before fresh11 was scored).
 fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
 earlier changes, fresh9 and fresh10 after all of those.
 """
@@ -205,4 +207,13 @@ def intro(n: Counter) -> list[str]:
            "with these halves, an exact 0 in the train loss no longer silences TP-DEAD-RUN's eval witness and a "
            "steady fall must be 1e-4 of the loss. So both halves are in-sample for those.", ""]
           if n["fresh9"] or n["fresh10"] else []),
+        "Then TP-DEAD-RUN was made to need evidence of a dead run (before/after on every half in "
+        "`public_runs/dead_noise_before_after.txt`): its FAIL needs the gain's upper bound at two standard "
+        "errors under 10 % - by the end against the start, or by the line through the block medians on a log "
+        "of nine blocks or more - and a log too noisy or too short to place it gets TP-NO-PROGRESS (WARN) "
+        "instead. Three runs labelled WARN for no visible progress (fresh's artaccann, fresh4's merkulovsvt, "
+        "fresh7's melissasssss: 50-200 one-batch points at 12-20 % noise), FAILed as dead on one first point, "
+        "are WARN; fresh5's ten-step smoke run rokibol (labelled PASS) is WARN; no dead run of any half "
+        "moves. All twelve halves are in-sample for this change.",
+        "",
     ]

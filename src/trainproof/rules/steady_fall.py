@@ -73,6 +73,13 @@ class Trend(NamedTuple):
     climb_se: float  # the highest block median above the start, in standard errors
     steady: bool  # the block medians fall steadily (both tests pass)
     wrecked: bool  # ...but from a climb above the start: a wrecked start won back
+    drop: float = 0.0  # the line's log(start / end)
+    drop_sd: float = float("inf")  # its standard error (inf: too few blocks to fit a line)
+
+    def upper(self, se: float) -> float:
+        """The line's log-gain plus `se` of its standard errors: the most the run can have
+        fallen across the log, at that confidence."""
+        return self.drop + se * self.drop_sd
 
     @property
     def learned(self) -> bool:
@@ -138,7 +145,8 @@ def steady_fall(s: Series, start: float, start_var: float, t: Callable[[str], fl
     fall = float(-np.expm1(-drop))
     steady = z >= t("trend_z") and fall_se >= t("trend_fall_se") and fall >= t("trend_min_fall")
     return Trend(z, fall, fall_se, k, climb_se, bool(steady),
-                 bool(climb_se > t("witness_wreck_se")))
+                 bool(climb_se > t("witness_wreck_se")), float(drop),
+                 float(fall_sd) if k > 1 else float("inf"))
 
 
 def _ratio(x: float, sd: float) -> float:
