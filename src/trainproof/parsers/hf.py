@@ -7,7 +7,13 @@ A million-entry log_history decoded at once costs ~0.6 KB of Python objects per
 entry, so the list is decoded in slices of a few MB cut at entry boundaries and
 turned into columns slice by slice. Anything unusual about the text (nested values,
 braces in strings) makes a slice fail to parse, and then the whole document is
-decoded in one piece instead: slower, never wrong."""
+decoded in one piece instead: slower, never wrong.
+
+Every entry is told a summary or a point on its own (`is_summary`), wherever it sits: the
+summary is usually the last entry, but `trainer.evaluate()` after `train()` (one entry per
+eval set) and `save_state()` put entries after it. Only a slice's last three entries used
+to be looked at, so a summary followed by three or more entries was read as a loss point -
+or not, depending on whether a 4 MB cut fell just after it."""
 
 from __future__ import annotations
 
@@ -102,7 +108,7 @@ def _entries(data: bytes, template: Template) -> tuple[dict[str, Any], Iterator[
             raw[1:] = view[a:b]
             raw += b"]"
             typed = template.decode(raw)
-            if typed is not None and not _maybe_summary(typed[-3:], template):
+            if typed is not None and not _maybe_summary(typed, template):
                 yield typed, False, True
             else:
                 text = bytes(raw)
@@ -112,9 +118,12 @@ def _entries(data: bytes, template: Template) -> tuple[dict[str, Any], Iterator[
 
 
 def _maybe_summary(rows: list[Any], template: Template) -> bool:
-    """Could one of these typed entries be the summary? Typed rows read a null and a missing
-    key alike, so any entry without a loss value leaves the slice to the general path,
-    where is_summary decides."""
+    """Could one of these typed entries be a summary? The decoder refuses keys it was not
+    taught, so without a run-total key in the template none can. Otherwise typed rows read
+    a null and a missing key alike, so any entry without a loss value leaves the slice to
+    the general path, where is_summary decides."""
+    if not any(k in template.keys for k in _RUN_TOTALS):
+        return False
     losses = [template.column(rows, k) for k in _POINT_KEYS]
     return any(all(v is None for v in cells) for cells in zip(*losses, strict=True))
 
@@ -145,8 +154,8 @@ def read(path: Path) -> RawLog:
                 continue
             rows = entries if set(map(type, entries)) == {dict} else [e for e in entries if type(e) is dict]
             not_objects += len(entries) - len(rows)
-            points = [e for e in rows if not is_summary(e)] if any(map(is_summary, rows[-3:])) else rows
-            if len(points) != len(rows):
+            points = [e for e in rows if not is_summary(e)]
+            if len(points) != len(rows):  # the last summary of the history is the run's
                 summary = next(e for e in reversed(rows) if is_summary(e))
             add_rows(points, cols, records, "step", bools)
             records += len(points)
