@@ -216,4 +216,14 @@ def intro(n: Counter) -> list[str]:
         "are WARN; fresh5's ten-step smoke run rokibol (labelled PASS) is WARN; no dead run of any half "
         "moves. All twelve halves are in-sample for this change.",
         "",
+        *([f"The eleventh fresh half, fresh11 ({n['fresh11']} runs: Lightning `metrics.csv` under `version_3/`, "
+           "Ultralytics detect/segment/classify `results.csv`, Keras `CSVLogger` and History JSON, in repositories "
+           "no earlier half holds), was labelled and committed (532606a) before the tool ran on any of its runs and "
+           "scored once at 8a75e6e, after every change above; the first scoring is kept verbatim "
+           "(`public_runs/fresh11_first_scoring.txt`) and its misses reviewed (`fresh11_review.json`). Out of "
+           "sample it missed the bar on three runs: one broken run passed (a classifier memorising 64 images "
+           "whose val accuracy only ever takes a class share - the class prior is not in the log), a YOLO run "
+           "whose val losses are NaN at its first two epochs and finite after FAILed TP-NAN, and a Keras file of "
+           "two appended fits whose last, a continuation at a 100x lower LR, FAILed TP-DEAD-RUN.", ""]
+          if n["fresh11"] else []),
     ]
