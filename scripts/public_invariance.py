@@ -100,6 +100,22 @@ _REASONS = {  # run id -> (perturbations, why the move to or from FAIL is right)
         ("halve", "halve_drop_first", "mean_pairs"),
         "Eight points, all exactly 0; halved, four remain, under TP-ZERO-LOSS's five: NOT-CHECKED (exit 2), "
         "honest on a log that short, never a PASS."),
+    "2200090203__brain_tumor_project__models-training_log": (
+        ("cut3", "halve_drop_first", "mean_pairs"),
+        "Toward FAIL at a bar, on a run labelled WARN ('barely above chance'): a binary MRI classifier at "
+        "LR 1e-6 whose train loss sits in 94-103 % of ln 2 and val accuracy ends at 0.55 against a 0.54-0.55 "
+        "majority. TP-PRIOR-ONLY passes the full log only because its Theil-Sen fall is just past the 5 % a "
+        "settling bias reaches; three epochs shorter, without the first point or averaged in pairs it is "
+        "4.8 % or less, and the rule reads a classifier that learned the prior. A verdict at a bar moves "
+        "when a point does; either reading is arguable for this run."),
+    "akilanmanivannanak__opendrivefm-1__lightning_logs-version_3-metrics": (
+        ("halve",),
+        "An artefact of halving a 0-based log: Lightning logs at steps 4, 9, 14 ... (five batches each); "
+        "halved, the first point stays at step 4 while the interval becomes 10, so it reads as covering "
+        "less than half an interval - which a real log at that interval (first point at step 9) never "
+        "shows - and the start becomes the median of the first block, after the early fall (0.706 -> "
+        "0.634, then flat 0.61-0.63: labelled WARN, an early plateau). Against that start the run did not "
+        "move: TP-DEAD-RUN."),
     "annakompan__multimodal_action-emotion_detection__training_log": (
         ("cut1",),
         "Toward PASS from a marginal FAIL (labelled FAIL: stuck near ln 9): a Keras CSV run falling 2.21 -> "

@@ -25,6 +25,7 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
   the eval witness beside a train loss with exact zeros, trend_min_fall: all twelve halves.
 - TP-DEAD-RUN's resolve_se at two standard errors, and TP-NO-PROGRESS (WARN) beside it: all
   twelve halves (changed before fresh11 was scored).
+- TP-DEAD-RUN's trend_min_fall at 1 %: all thirteen halves (after fresh11's perturbation sweep).
 fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
 earlier changes, fresh9 and fresh10 after all of those.
 """
@@ -224,6 +225,8 @@ def intro(n: Counter) -> list[str]:
            "sample it missed the bar on three runs: one broken run passed (a classifier memorising 64 images "
            "whose val accuracy only ever takes a class share - the class prior is not in the log), a YOLO run "
            "whose val losses are NaN at its first two epochs and finite after FAILed TP-NAN, and a Keras file of "
-           "two appended fits whose last, a continuation at a 100x lower LR, FAILed TP-DEAD-RUN.", ""]
+           "two appended fits whose last, a continuation at a 100x lower LR, FAILed TP-DEAD-RUN. After its "
+           "perturbation sweep a steady fall must be 1 % of the loss to count as learning (its christianjzb, "
+           "flat at 1.00 for 1,200 points, passed halved on a 0.2 % drift); no verdict of any half moves.", ""]
           if n["fresh11"] else []),
     ]

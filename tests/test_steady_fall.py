@@ -112,6 +112,21 @@ def test_the_fresh_runs_that_moved_it():
     assert "up to 16% (the line through the block medians, at 2 standard errors)" in f.evidence
 
 
+def test_a_drift_of_a_few_tenths_of_a_per_cent_is_not_learning_at_any_thinning():
+    """fresh11's christianjzb: a loss at 1.00 (its targets' variance) for 50 epochs, 1,200
+    points; the line through its blocks falls 0.2 %, 3.6 standard errors. Under trend_min_fall
+    (1 %) that is no learning, full or halved (halved, Mann-Kendall passes 3.5 too)."""
+    from tests.perturbations import PERTURBATIONS
+
+    pr = _public_runs()
+    stem = "christianjzb__projects__lightning_logs-version_3-metrics"
+    doc = json.loads((ROOT / "public_runs" / "fresh11" / f"{stem}.json").read_text())
+    with tempfile.TemporaryDirectory() as d:
+        run = read_run(pr.rebuild(doc, Path(d)))
+    for r in (run, PERTURBATIONS["halve"](run)):
+        assert "TP-DEAD-RUN" in {f.rule_id for f in judge_run(r).findings if f.level.value == "FAIL"}
+
+
 def test_a_gallery_dead_run_says_it_has_no_trend():
     """With its frozen eval loss the lr=0 run is dead whatever its train loss does (no trend
     is asked for); without it, the train loss shows no steady fall."""
