@@ -26,6 +26,8 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
 - TP-DEAD-RUN's resolve_se at two standard errors, and TP-NO-PROGRESS (WARN) beside it: all
   twelve halves (changed before fresh11 was scored).
 - TP-DEAD-RUN's trend_min_fall at 1 %: all thirteen halves (after fresh11's perturbation sweep).
+- TP-EVAL-NAN-TRANSIENT (TP-NAN's non-finite eval loss that came back): all thirteen halves (added
+  after fresh11's first scoring).
 fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
 earlier changes, fresh9 and fresh10 after all of those.
 """
@@ -227,6 +229,9 @@ def intro(n: Counter) -> list[str]:
            "whose val losses are NaN at its first two epochs and finite after FAILed TP-NAN, and a Keras file of "
            "two appended fits whose last, a continuation at a 100x lower LR, FAILed TP-DEAD-RUN. After its "
            "perturbation sweep a steady fall must be 1 % of the loss to count as learning (its christianjzb, "
-           "flat at 1.00 for 1,200 points, passed halved on a 0.2 % drift); no verdict of any half moves.", ""]
+           "flat at 1.00 for 1,200 points, passed halved on a 0.2 % drift); no verdict of any half moves. And "
+           "a non-finite eval loss that is finite again to the end, beside a training loss finite throughout, "
+           "is TP-EVAL-NAN-TRANSIENT (WARN), not TP-NAN: its YOLO run FAIL -> WARN, the only public run that "
+           "moves (`public_runs/eval_nan_before_after.txt`). fresh11 is in-sample for both.", ""]
           if n["fresh11"] else []),
     ]

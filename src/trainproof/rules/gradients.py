@@ -1,11 +1,10 @@
-"""Single-run rules on the gradient: non-finite values (TP-NAN, TP-NAN-GRAD,
-TP-NAN-GRAD-SKIPPED) and spikes (TP-GRAD-SPIKE, TP-GRAD-SPIKE-ISOLATED), and the test
-they share: did the loss react? They read a curve as an engineer does - an odd point
-matters when the loss reacts to it, when it repeats or when it lasts, not because it is
-the largest of the run. Declared once here with their thresholds; the judge below each
-is the only code that decides whether it fires.
-Exact zeros (loss, gradient, LR) are rules/zeros.py's; rules/run.py places its checks
-around these so reports list findings in the order they always have."""
+"""Single-run rules on the gradient: non-finite values (TP-NAN, TP-NAN-GRAD, TP-NAN-GRAD-SKIPPED;
+TP-EVAL-NAN-TRANSIENT in rules/eval_nan.py) and spikes (TP-GRAD-SPIKE, TP-GRAD-SPIKE-ISOLATED),
+and the test they share: did the loss react? They read a curve as an engineer does - an odd
+point matters when the loss reacts to it, when it repeats or when it lasts, not because it is
+the largest of the run. Declared once here with their thresholds; the judge below each is the
+only code that decides whether it fires. Exact zeros (loss, gradient, LR) are rules/zeros.py's;
+rules/run.py places its checks around these so reports list findings in the order they always have."""
 
 from __future__ import annotations
 
@@ -183,6 +182,9 @@ NAN_GRAD_SKIPPED = rule(
 )
 
 
+from trainproof.rules.eval_nan import EVAL_NAN_PASSED, eval_nan_passed  # noqa: E402  (listed after TP-NAN's)
+
+
 def _nonfinite(run: Run, s: Series, rule_, **extra: object) -> Iterator[Finding]:
     bad = ~s.finite
     if bad.any():
@@ -220,7 +222,7 @@ def _nan_grad(run: Run, g: Series) -> list[Finding]:
     return list(_nonfinite(run, g, NAN_GRAD, reason=reason, hidden=_filtered_hint(run, g)))
 
 
-@check("nan", NAN, NAN_GRAD, NAN_GRAD_SKIPPED)
+@check("nan", NAN, NAN_GRAD, NAN_GRAD_SKIPPED, EVAL_NAN_PASSED)
 def non_finite_values(run: Run) -> list[Finding] | Skip:
     present = [s for s in (run.get("loss"), run.get("eval_loss")) if s is not None]
     if not present:
@@ -228,7 +230,7 @@ def non_finite_values(run: Run) -> list[Finding] | Skip:
     out: list[Finding] = []
     for s in present:
         if not s.finite.all():
-            out.extend(_nonfinite(run, s, NAN))
+            out.extend([p] if (p := eval_nan_passed(run, s)) is not None else _nonfinite(run, s, NAN))
             break  # one TP-NAN per report: the first poisoned metric is the evidence
     if (g := run.get("grad_norm")) is not None:
         out.extend(_nan_grad(run, g))
