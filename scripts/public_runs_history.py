@@ -28,6 +28,8 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
 - TP-DEAD-RUN's trend_min_fall at 1 %: all thirteen halves (after fresh11's perturbation sweep).
 - TP-EVAL-NAN-TRANSIENT (TP-NAN's non-finite eval loss that came back): all thirteen halves (added
   after fresh11's first scoring).
+- TP-APPENDED-RUNS's carried test (log space, epoch counters): all thirteen halves (after fresh11's
+  first scoring).
 fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
 earlier changes, fresh9 and fresh10 after all of those.
 """
@@ -232,6 +234,8 @@ def intro(n: Counter) -> list[str]:
            "flat at 1.00 for 1,200 points, passed halved on a 0.2 % drift); no verdict of any half moves. And "
            "a non-finite eval loss that is finite again to the end, beside a training loss finite throughout, "
            "is TP-EVAL-NAN-TRANSIENT (WARN), not TP-NAN: its YOLO run FAIL -> WARN, the only public run that "
-           "moves (`public_runs/eval_nan_before_after.txt`). fresh11 is in-sample for both.", ""]
+           "moves (`public_runs/eval_nan_before_after.txt`); and an epoch counter back at 0 while the loss carries "
+           "on (Keras `fit()` called again on the same model) is one run, not two appended - its Keras file "
+           "FAIL -> PASS (`carried_before_after.txt`). fresh11 is in-sample for all three.", ""]
           if n["fresh11"] else []),
     ]
