@@ -122,7 +122,7 @@ def _typed_block(chunk: bytes, template: Template) -> list[Any] | None:
     raw = np.frombuffer(chunk, dtype=np.uint8)
     ends = np.flatnonzero(raw == _NL)
     before = raw[ends - 1]  # ends[0] >= 1: the block starts with "{"
-    if not np.all((before == _CLOSE) | ((before == _CR) & (raw[ends - 2] == _CLOSE))):
+    if not (before == _CLOSE).all() and not ((before == _CLOSE) | ((before == _CR) & (raw[ends - 2] == _CLOSE))).all():
         return None
     return template.decode_lines(chunk, ends.size + (chunk[-1:] != b"\n"))
 
