@@ -241,6 +241,8 @@ def learning_rate_zero(run: Run) -> list[Finding] | Skip:
     f = lr.finite_only()
     if len(f) < ZERO_LR.t("min_points"):
         return Skip(SkipKind.DEGENERATE, "no finite lr value")
+    if ZERO_LR.t("share") > 0 <= ZERO_LR_PARTIAL.t("share") and not stats.count_where(f.values, lambda v: v <= 0):
+        return []  # no lr at or below 0: both shares are 0 (counted a chunk at a time: no 5M-point mask, #14)
     zero = f.values <= 0
     rounded = _printed_below(run, f.values)
     if rounded is not None and zero.any():
