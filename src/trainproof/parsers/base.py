@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import mmap
+import sys
 from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -35,6 +36,9 @@ class RawLog:
 
 _PAGE = mmap.PAGESIZE
 _MAPPED_FROM = 1 << 20  # bytes: a buffer this large moves to a mapping of its own
+# Growing a mapping in place needs mremap (Linux); elsewhere mmap.resize of an anonymous
+# mapping is refused, and the buffers stay array('d') as they were.
+_MAPPABLE = sys.platform.startswith("linux") and hasattr(mmap, "MAP_PRIVATE")
 
 
 class _Floats:
@@ -61,7 +65,7 @@ class _Floats:
         if self._small is not None:
             self._small.frombytes(raw)
             self._n = len(self._small)
-            if self._n * 8 >= _MAPPED_FROM:
+            if self._n * 8 >= _MAPPED_FROM and _MAPPABLE:
                 self._map = self._mapping(self._n * 16)
                 self._map[: self._n * 8] = memoryview(self._small).cast("B")
                 self._small = None
