@@ -1,13 +1,15 @@
 """TP-EVAL-NAN-TRANSIENT: a non-finite eval loss that came back, beside a training loss that
-never went non-finite - the evaluation's arithmetic, not poisoned weights. Judged by TP-NAN's
-check (rules/gradients.py), which hands the eval loss here before calling it TP-NAN's."""
+never went non-finite - the evaluation's arithmetic, not poisoned weights. Its check follows
+TP-NAN's (rules/gradients.py), which asks `came_back` before calling an eval loss TP-NAN's."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from trainproof import stats
 from trainproof.model import Finding, Level, Location, Run, Series
-from trainproof.rules.base import Example, Threshold, rule
+from trainproof.rules import gradients  # noqa: F401  (registers the nan check this one follows)
+from trainproof.rules.base import Example, Threshold, check, rule
 
 G = "single_run"
 
@@ -37,11 +39,11 @@ EVAL_NAN_PASSED = rule(
 )
 
 
-def eval_nan_passed(run: Run, s: Series) -> Finding | None:
+def came_back(run: Run, s: Series) -> Finding | None:
     """TP-EVAL-NAN-TRANSIENT for an eval loss `s` whose non-finite values were followed by
     finite ones to the end, beside a training loss finite throughout; None when TP-NAN owns it."""
     train = run.get("loss")
-    if s.name != "eval_loss" or train is None or len(train) == 0 or not train.finite.all() \
+    if s.name != "eval_loss" or train is None or len(train) == 0 or not stats.all_finite(train.values) \
             or not bool(s.finite[-1]):
         return None
     bad = np.flatnonzero(~s.finite)
@@ -50,3 +52,12 @@ def eval_nan_passed(run: Run, s: Series) -> Finding | None:
                                    step=float(s.steps[bad[0]]), value=float(s.values[bad[0]]),
                                    last=float(s.steps[bad[-1]]), back=float(s.steps[back]),
                                    tail=len(s) - back, n_train=len(train))
+
+
+@check("eval-nan", EVAL_NAN_PASSED, after="nan")
+def eval_nan_transient(run: Run) -> list[Finding]:
+    s = run.get("eval_loss")
+    if s is None or stats.all_finite(s.values):
+        return []
+    return [f] if (f := came_back(run, s)) is not None else []
+
