@@ -108,14 +108,14 @@ _REASONS = {  # run id -> (perturbations, why the move to or from FAIL is right)
         "settling bias reaches; three epochs shorter, without the first point or averaged in pairs it is "
         "4.8 % or less, and the rule reads a classifier that learned the prior. A verdict at a bar moves "
         "when a point does; either reading is arguable for this run."),
-    "akilanmanivannanak__opendrivefm-1__lightning_logs-version_3-metrics": (
-        ("halve",),
-        "An artefact of halving a 0-based log: Lightning logs at steps 4, 9, 14 ... (five batches each); "
-        "halved, the first point stays at step 4 while the interval becomes 10, so it reads as covering "
-        "less than half an interval - which a real log at that interval (first point at step 9) never "
-        "shows - and the start becomes the median of the first block, after the early fall (0.706 -> "
-        "0.634, then flat 0.61-0.63: labelled WARN, an early plateau). Against that start the run did not "
-        "move: TP-DEAD-RUN."),
+    "georgepearse__rf-detr-mask__lightning_logs-version_4-metrics": (
+        ("cut2", "cut3"),
+        "A verdict at TP-DEAD-RUN's bound, on a run labelled WARN (a 170-step RF-DETR fine-tune whose loss "
+        "never falls): 17 points at 9 % noise, the loss 11 % above its first point, the gain's bound at "
+        "two standard errors 11 % - just over the 10 % band, so no clear progress (TP-NO-PROGRESS). Two or "
+        "three points shorter the end sits higher (16-21 % above the start) and the bound falls to 5-7 %: "
+        "evidence enough of no progress for TP-DEAD-RUN. No progress either way; the severity moves at the "
+        "bar."),
     "annakompan__multimodal_action-emotion_detection__training_log": (
         ("cut1",),
         "Toward PASS from a marginal FAIL (labelled FAIL: stuck near ln 9): a Keras CSV run falling 2.21 -> "

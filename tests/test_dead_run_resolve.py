@@ -140,3 +140,17 @@ def test_a_run_that_never_moved_passes_only_on_a_visible_chance_gain(noise, n):
         s = run.series["loss"]
         gain = 1 - float(np.median(s.values[-rise.end_points(s):])) / float(s.values[0])
         assert out == [] and gain >= DEAD_RUN.t("min_improvement"), (noise, n, seed, gain, out)
+
+
+def test_a_first_point_is_an_early_extra_only_on_its_logging_grid():
+    """HF's logging_first_step logs step 1, then 10, 20 ...: the first point is one batch, not a
+    start. A counter offset (10, 58, 106 ...) or a log thinned after the fact has no such layout,
+    and a step offset must not change what the start is (fresh12's guangmoyi moved under it)."""
+    from trainproof.model import Series
+
+    loss = np.linspace(3.0, 2.0, 12)
+    hf = Series("loss", np.array([1.0, *range(10, 120, 10)]), loss)
+    shifted = Series("loss", np.array([10.0 + 48 * i for i in range(12)]), loss)
+    assert not rise.first_point_is_full(hf)
+    assert rise.first_point_is_full(shifted)
+    assert rise.first_point_is_full(Series("loss", hf.steps + 1000, loss))

@@ -78,7 +78,9 @@ def test_fires_on_no_other_real_log() -> None:
     "val_accuracy", "val_acc", "eval_accuracy", "eval_f1", "val/f1", "DEV_F1", "DEV_ACCURACY", "DEV_F-SCORE",
     "bbox/AP", "coco/bbox_mAP", "metrics/mAP50(B)", "metrics/mAP50-95(B)", "eval/accuracy", "val/iou",
     "validation/dice", "validAccuracy", "val_top_5_accuracy", "eval_exact_match", "val_auc", "eval_Macro F1",
-    "eval_matthews_correlation", "metrics/accuracy_top1"])
+    "eval_matthews_correlation", "metrics/accuracy_top1",
+    # Ultralytics pose models: box (B) and keypoint (P) scores
+    "metrics/mAP50(P)", "metrics/mAP50-95(P)", "metrics/precision(P)", "metrics/recall(P)"])
 def test_held_out_scores_are_recognised(name: str) -> None:
     assert heldout_quality(name)
 
@@ -187,3 +189,19 @@ def test_half_the_evaluations_stays_or_is_too_few() -> None:
     assert out == []
     long = _run([0.2] * 12, eval_loss=list(np.geomspace(3.9, 1.7, 12)))  # 12 -> 6: still fires
     assert _fires(long) and _fires(_thinned(long, offset=1000.0))
+
+
+def test_a_pose_model_whose_keypoint_scores_never_left_zero_is_reported():
+    """fresh12's donidodni (Ultralytics pose, 60 epochs, rebuilt as Ultralytics wrote it): box
+    mAP50 0.08 -> 0.40 while every keypoint score - metrics/*(P) - is exactly 0 at every epoch.
+    The (P) columns were not recognised as held-out scores until this was seen."""
+    import tempfile
+
+    from .test_public_runs import DOCS, public_runs
+
+    doc = next(d for d in DOCS if d["id"] == "donidodni__tensorflow_project__runs-pose-train-results")
+    with tempfile.TemporaryDirectory() as tmp:
+        run = read_run(public_runs.rebuild(doc, Path(tmp)))
+    out = eval_metric_frozen(run)
+    assert isinstance(out, list) and [f.rule_id for f in out] == [RULE]
+    assert out[0].values["metric"].endswith("(P)") and out[0].values["value"] == 0 and out[0].values["n"] == 60

@@ -143,7 +143,8 @@ _QUALIFIERS = frozenset({
     "iou", "dice", "coef", "auc", "roc", "pr", "top", "exact", "match", "em", "mcc", "kappa", "matthews",
     "correlation", "macro", "micro", "weighted", "overall", "mean", "avg", "average", "binary",
     "categorical", "sparse", "subset", "token", "sequence", "seq", "box", "mask", "b", "m", "s", "l",
-    "epoch", "synth", "weak", "event", "intersection"})
+    "epoch", "synth", "weak", "event", "intersection",
+    "p", "pose", "keypoint", "keypoints"})  # Ultralytics pose models: metrics/mAP50(P), precision(P) ...
 
 
 def heldout_quality(raw: str) -> bool:

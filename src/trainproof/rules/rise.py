@@ -72,6 +72,13 @@ DEAD_RUN = rule(
             "The first point stands as a start on its own only when it was logged at least half a "
             "typical interval from step 0, so it averages about as many batches as the points after "
             "it (a logging interval of 50 steps makes step 1's lone batch ~7x noisier)."),
+        "full_first_grid": Threshold(
+            0.05, "of the typical logging interval",
+            "...and only when the second point sits one interval from step 0 (to this share): the "
+            "layout of an extra first point (HF's logging_first_step: steps 1, 10, 20 ...). A log "
+            "whose points sit off that grid (10, 58, 106 ...: a counter that did not start at 0, or "
+            "a log thinned after the fact) says nothing about what its first point covers, and a "
+            "step offset must not change a verdict."),
         "min_gain_se": Threshold(
             2.5, "standard errors",
             "Below clear_improvement, the improvement counts only when log(start / end) also "
@@ -307,8 +314,11 @@ def first_point_is_full(s: Series) -> bool:
         return True
     typical, first = _typical_interval(s.steps), float(s.steps[0])
     # Only a fresh run's counter says how many steps the first point covers (from step 0); a
-    # log that starts at step 0 or before, or far past it (a resume), tells nothing: full.
-    return not (0 < first < typical * DEAD_RUN.t("full_first_interval"))
+    # log that starts at step 0 or before, or far past it (a resume), tells nothing: full. Nor
+    # does one whose second point is not one interval from step 0 (HF's 1, 10, 20 ... is; a
+    # counter offset or thinned, 10, 58, 106 ..., is not): its first point is not an early extra.
+    on_grid = abs(float(s.steps[1]) - typical) <= DEAD_RUN.t("full_first_grid") * typical
+    return not (0 < first < typical * DEAD_RUN.t("full_first_interval") and on_grid)
 
 
 @check("dead-run", DEAD_RUN, NO_PROGRESS, loss_curve=True)
