@@ -16,11 +16,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from trainproof.model import InputError
 from trainproof.parsers.base import Columns, RawLog, require_file
 from trainproof.parsers.compressed import open_log
 from trainproof.parsers.jsonutil import loads, may_have_bools
-from trainproof.parsers.rows import add_columns, add_rows
+from trainproof.parsers.rows import add_columns, add_matrix, add_rows
 from trainproof.parsers.typed import Template
 
 NAME = "hf"
@@ -79,9 +81,11 @@ def _end(data: bytes, pos: int) -> int:
     return -1
 
 
-# (entries, may hold booleans, typed): dicts from the general decoder, or typed.py's
-# structs for a slice of plain entries of known keys
-Chunk = tuple[list[Any], bool, bool]
+# How a slice was decoded: dicts from the general decoder, typed.py's structs for plain
+# entries of known keys, or (numbers only) Template.numbers' float matrix
+GENERAL, TYPED, MATRIX = 0, 1, 2
+# (entries, may hold booleans, how decoded)
+Chunk = tuple[Any, bool, int]
 
 
 def _entries(data: bytes, template: Template) -> tuple[dict[str, Any], Iterator[Chunk]]:
@@ -93,7 +97,7 @@ def _entries(data: bytes, template: Template) -> tuple[dict[str, Any], Iterator[
         return _whole(data)
 
     def gen() -> Iterator[Chunk]:
-        yield decoded[0], may_have_bools(data[pieces[0][0]:pieces[0][1]]), False
+        yield decoded[0], may_have_bools(data[pieces[0][0]:pieces[0][1]]), GENERAL
         # Each slice is bracketed in one buffer reused from slice to slice: `b"[" + data[a:b]
         # + b"]"` made three fresh copies a slice (~0.1 s of page faults on 175 MB). The typed
         # rows hold no reference to the buffer (msgspec copies what it keeps).
@@ -101,12 +105,16 @@ def _entries(data: bytes, template: Template) -> tuple[dict[str, Any], Iterator[
         for a, b in pieces[1:]:
             raw[1:] = view[a:b]
             raw += b"]"
+            matrix = template.numbers(raw)
+            if matrix is not None and _fits(matrix, template):
+                yield matrix, False, MATRIX
+                continue
             typed = template.decode(raw)
             if typed is not None and not _maybe_summary(typed[-3:], template):
-                yield typed, False, True
+                yield typed, False, TYPED
             else:
                 text = bytes(raw)
-                yield loads(text), may_have_bools(text), False
+                yield loads(text), may_have_bools(text), GENERAL
 
     return doc, gen()
 
@@ -119,12 +127,26 @@ def _maybe_summary(rows: list[Any], template: Template) -> bool:
     return any(all(v is None for v in cells) for cells in zip(*losses, strict=True))
 
 
+def _fits(matrix: Any, template: Template) -> bool:
+    """Can rows.add_matrix take this slice? Every entry has a step (a missing one would be
+    inherited, which add_columns does) and none of the last entries can be the summary
+    (_maybe_summary's test: no loss value of either kind). No cell is infinite: msgspec
+    refuses NaN, Infinity and 1e999, and an integer past float64's range fails the
+    conversion in Template.numbers."""
+    keys = template.keys
+    if "step" not in keys or np.isnan(matrix[:, keys.index("step")]).any():
+        return False
+    tail = matrix[-3:]
+    gaps = [np.isnan(tail[:, keys.index(k)]) for k in _POINT_KEYS if k in keys]
+    return bool(gaps) and not np.logical_and.reduce(gaps).any()
+
+
 def _whole(data: bytes) -> tuple[dict[str, Any], Iterator[Chunk]]:
     doc = loads(data)
     if not isinstance(doc, dict) or not isinstance(doc.get("log_history"), list):
         raise _Irregular
     history = doc["log_history"]
-    return doc, iter([(history, True, False)])
+    return doc, iter([(history, True, GENERAL)])
 
 
 def read(path: Path) -> RawLog:
@@ -136,8 +158,12 @@ def read(path: Path) -> RawLog:
         doc, chunks = _entries(data, template)
         cols, notes = Columns(), []
         records, not_objects, summary = 0, 0, None
-        for entries, bools, typed in chunks:
-            if typed:  # the typed rows hold no boolean
+        for entries, bools, kind in chunks:
+            if kind == MATRIX:
+                add_matrix(entries, template.keys, cols, "step")
+                records += len(entries)
+                continue
+            if kind == TYPED:  # the typed rows hold no boolean
                 add_columns(entries, template.keys, lambda k, rows=entries: template.column(rows, k), cols,
                             records, "step", may_have_bools=False,
                             cells=lambda k, rows=entries: template.cells(rows, k))

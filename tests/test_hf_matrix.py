@@ -1,0 +1,210 @@
+"""trainer_state.json slices of numbers only, read as one float matrix
+(typed.Template.numbers + rows.add_matrix), against the reader as it was before
+(the typed rows converted column by column: numbers() switched off) and against the
+general path (no msgspec): columns, records, notes and meta identical, NaN and the sign
+of zero included, and whole reports (findings, evidence, curves) identical on the
+shared generator's file. No timing: speed is measured by bench/, never by tests.
+
+fixtures/hf_state/generated_2000.json.gz was written by the shared generator:
+    python ../shared/bench/gen_hf_state.py --entries 2000 --eval-every 50 --seed 7 --out trainer_state.json
+    gzip -9 -n -c trainer_state.json > generated_2000.json.gz"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trainproof.engine import judge_run
+from trainproof.model import ReportSet
+from trainproof.parsers import hf, read_run, rows, typed
+from trainproof.parsers.base import RawLog
+from trainproof.render import jsonout
+
+pytest.importorskip("msgspec")
+
+FIXTURE = Path(__file__).parent / "fixtures" / "hf_state" / "generated_2000.json.gz"
+
+
+def _same(a: RawLog, b: RawLog) -> None:
+    assert (a.records, a.notes, a.meta, a.step_column) == (b.records, b.notes, b.meta, b.step_column)
+    assert list(a.columns) == list(b.columns)  # the same columns, in the same order
+    for k in a.columns:
+        for x, y in zip(a.columns[k], b.columns[k], strict=True):
+            assert x.dtype == y.dtype and x.shape == y.shape, k
+            np.testing.assert_array_equal(x, y, err_msg=k)  # NaN equals NaN here
+            assert np.array_equal(np.signbit(x), np.signbit(y)), k
+
+
+def _three(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[RawLog, RawLog, RawLog, int]:
+    """(this reader, the reader before the matrix, the general path, matrices taken)."""
+    taken = []
+    add = hf.add_matrix
+    with monkeypatch.context() as m:
+        m.setattr(hf, "add_matrix", lambda mat, *a: taken.append(len(mat)) or add(mat, *a))
+        fast = hf.read(path)
+    with monkeypatch.context() as m:
+        m.setattr(typed.Template, "numbers", lambda self, raw: None)
+        before = hf.read(path)
+    with monkeypatch.context() as m:
+        m.setattr(typed, "msgspec", None)
+        m.setattr(rows, "_numbers", lambda *a: False)
+        general = hf.read(path)
+    return fast, before, general, len(taken)
+
+
+def _report(path: Path) -> str:
+    """The whole JSON report of `epoch` on this file: findings, evidence, curves."""
+    return jsonout.render(ReportSet("epoch", (judge_run(read_run(path)),)))
+
+
+def _number(rng: random.Random) -> object:
+    pick = rng.random()
+    if pick < 0.55:
+        return rng.uniform(-10, 10) * 10 ** rng.randint(-300, 300) if rng.random() < 0.1 else rng.uniform(0, 5)
+    if pick < 0.75:
+        return rng.randint(-10**6, 10**6)
+    if pick < 0.85:
+        return rng.choice([0, 0.0, -0.0, 1e308, -1e308, 5e-324, 2.2250738585072014e-308, 2**53 + 1,
+                           2**63, -2**63 - 1, 2**64, 10**25, -10**30, 123456789012345678901234567890])
+    return round(rng.random(), rng.randint(0, 6))
+
+
+def _entry(rng: random.Random, step: int, n: int) -> object:
+    """Mostly what a Trainer writes; now and then what makes a slice leave the matrix
+    (or not): nulls, a missing step or loss, strings, booleans, an integer past float64's
+    range, new keys, duplicate keys, eval and summary entries."""
+    e: dict[str, object] = {"epoch": step / n, "grad_norm": _number(rng), "learning_rate": _number(rng),
+                            "loss": _number(rng), "step": step}
+    kind = rng.randrange(60)
+    if kind == 0:
+        e = {"epoch": step / n, "eval_loss": _number(rng), "eval_runtime": _number(rng), "step": step}
+    elif kind == 1:
+        e[rng.choice(["loss", "grad_norm", "learning_rate", "step"])] = None
+    elif kind == 2:
+        del e[rng.choice(["loss", "grad_norm", "step"])]
+    elif kind == 3:
+        e["loss"] = rng.choice(["2.5", "nan", "x", ""])
+    elif kind == 4:
+        e["grad_norm"] = rng.choice([True, False])
+    elif kind == 5:
+        e["learning_rate"] = rng.choice([math.nan, math.inf, -math.inf])  # bare NaN / Infinity
+    elif kind == 6:
+        return f'{{"epoch": 1.0, "loss": {10**400}, "step": {step}}}'  # an int past float64's range
+    elif kind == 7:
+        return f'{{"epoch": 1.0, "loss": 1e999, "step": {step}}}'
+    elif kind == 8:
+        e["num_input_tokens_seen"] = rng.randint(0, 10**12)  # a new key, then a known one
+    elif kind == 9:
+        return json.dumps(e)[:-1] + ', "loss": 7.5}'  # duplicate key: the last one counts
+    elif kind == 10:
+        e = rng.choice([{"step": step}, {"epoch": 1.0, "step": step, "train_runtime": 3.0, "total_flos": 1e12}])
+    elif kind == 11:
+        e["eval_loss"] = _number(rng)  # a train entry with an eval loss too
+    elif kind == 12:
+        e["step"] = float(step) + 0.5
+    return json.dumps(e)
+
+
+def _doc(seed: int) -> tuple[str, float]:
+    """A trainer_state.json laid out as the Trainer writes it (indent=2, sorted keys) or
+    compact; odd entries at a seeded rate (none at all for some seeds), which it returns."""
+    rng = random.Random(seed)
+    n = rng.randint(400, 3000)
+    odd = rng.choice([0.0, 0.002, 0.02, 0.2])
+    plain = lambda s: json.dumps({"epoch": s / n, "grad_norm": _number(rng),  # noqa: E731
+                                  "learning_rate": _number(rng), "loss": _number(rng), "step": s})
+    entries = [_entry(rng, s, n) if rng.random() < odd else plain(s) for s in range(1, n)]
+    if seed % 2:
+        entries.append(json.dumps({"epoch": 1.0, "step": n, "total_flos": 1e12, "train_loss": 2.5,
+                                   "train_runtime": 10.0, "train_samples_per_second": 5.0}))
+    if seed % 3 == 0:
+        history = "[\n    " + ",\n    ".join(json.dumps(json.loads(e), indent=2).replace("\n", "\n    ")
+                                             for e in entries) + "\n  ]"
+        head = f'{{\n  "best_metric": null,\n  "epoch": 1.0,\n  "global_step": {n},\n  "log_history": '
+        return f'{head}{history},\n  "max_steps": {n}\n}}\n', odd
+    return f'{{"global_step": {n}, "log_history": [{", ".join(entries)}], "max_steps": {n}}}', odd
+
+
+@pytest.mark.parametrize("seed", range(int(__import__("os").environ.get("SH2_SEEDS", 16))))
+def test_matrix_slices_read_as_before_and_as_the_general_path(seed: int, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hf, "SLICE", random.Random(seed).choice([256, 1024, 4096, 16384]))
+    path = tmp_path / "trainer_state.json"
+    text, odd = _doc(seed)
+    path.write_text(text, encoding="utf-8")
+    fast, before, general, taken = _three(path, monkeypatch)
+    _same(fast, before)
+    _same(fast, general)
+    assert taken or odd > 0.1  # below 1 odd entry in 50, runs of plain slices take the matrix
+
+
+def test_the_shared_generators_file_reads_and_judges_as_before(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "trainer_state.json"
+    path.write_bytes(gzip.decompress(FIXTURE.read_bytes()))
+    monkeypatch.setattr(hf, "SLICE", 8192)  # ~40 slices, eval entries in most of them
+    fast, before, general, taken = _three(path, monkeypatch)
+    _same(fast, before)
+    _same(fast, general)
+    assert taken > 30 and fast.records == 2000 - 1 and "summary" in fast.meta
+    fast_report = _report(path)
+    monkeypatch.setattr(typed.Template, "numbers", lambda self, raw: None)
+    assert fast_report == _report(path)
+    assert json.loads(fast_report)["reports"][0]["findings"]  # a real report: it has findings
+
+
+def test_slices_with_a_string_go_the_typed_way_and_the_others_the_matrix_way(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A string cell makes numbers() refuse its slice and decode() take it; the slices
+    after it are numbers again and take the matrix; all read as before."""
+    monkeypatch.setattr(hf, "SLICE", 2048)
+    history: list[dict[str, object]] = [{"loss": 1.0 + i / 1000, "step": i} for i in range(1, 600)]
+    history[300]["loss"] = "2.5"
+    history[301]["loss"] = "nan"
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"log_history": history}, indent=2))
+    calls: list[bool] = []
+    numbers = typed.Template.numbers
+
+    def spy(self: typed.Template, raw: bytes) -> object:
+        got = numbers(self, raw)
+        calls.append(got is not None)
+        return got
+
+    with monkeypatch.context() as m:
+        m.setattr(typed.Template, "numbers", spy)
+        hf.read(path)
+    fast, before, general, taken = _three(path, monkeypatch)
+    _same(fast, before)
+    _same(fast, general)
+    refused = calls.index(False)
+    assert 0 < refused < len(calls) - 3 and all(calls[refused + 1:]) and calls.count(False) == 1
+    assert np.isnan(fast.columns["loss"][1]).sum() == 1  # "nan", read as before
+
+
+@pytest.mark.parametrize("last", [True, False])
+def test_a_summary_of_known_keys_leaves_the_matrix(last: bool, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Per-step entries that carry every key of the summary (running totals logged with
+    each loss), so the summary's slice decodes as numbers - but the summary, the entry
+    without a loss, is metadata, not points, as before."""
+    monkeypatch.setattr(hf, "SLICE", 1024)
+    totals = {"total_flos": 1e12, "train_loss": 2.5, "train_runtime": 10.0, "train_samples_per_second": 5.0,
+              "train_steps_per_second": 1.0}
+    history: list[dict[str, object]] = [{"epoch": i / 100, "loss": 3 - i / 100, "step": i, **totals}
+                                        for i in range(1, 400)]
+    history.append({"epoch": 4.0, "step": 399, **totals, "train_loss": 1.9})
+    if not last:  # an eval entry after the summary: the summary is not the very last entry
+        history.append({"epoch": 4.0, "eval_loss": 1.7, "step": 399})
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"global_step": 399, "log_history": history}, indent=2))
+    fast, before, general, taken = _three(path, monkeypatch)
+    _same(fast, before)
+    _same(fast, general)
+    assert taken and fast.meta["summary"]["train_loss"] == 1.9 and fast.records == 399 + (not last)
