@@ -33,7 +33,10 @@ FIXTURE = Path(__file__).parent / "fixtures" / "hf_state" / "generated_2000.json
 
 def _same(a: RawLog, b: RawLog) -> None:
     assert (a.records, a.notes, a.meta, a.step_column) == (b.records, b.notes, b.meta, b.step_column)
-    assert list(a.columns) == list(b.columns)  # the same columns, in the same order
+    # The same columns; not in the same order: the general path adds a slice's columns in
+    # the order of a set of its keys (which varies with the hash seed), the matrix in the
+    # learnt keys' sorted order. Reports do not depend on it (the report test below).
+    assert sorted(a.columns) == sorted(b.columns)
     for k in a.columns:
         for x, y in zip(a.columns[k], b.columns[k], strict=True):
             assert x.dtype == y.dtype and x.shape == y.shape, k
