@@ -4,17 +4,18 @@ train_runtime, total_flos, ...) is run metadata, not a loss point; `is_summary` 
 the one place that tells it apart, for this reader and for the HF callback.
 
 A million-entry log_history decoded at once costs ~0.6 KB of Python objects per
-entry, so the list is decoded in slices of a few MB cut at entry boundaries and
-turned into columns slice by slice. Anything unusual about the text (nested values,
-braces in strings) makes a slice fail to parse, and then the whole document is
-decoded in one piece instead: slower, never wrong."""
+entry, so the list is read from the file and decoded in slices of a few MB cut at
+entry boundaries and turned into columns slice by slice (_Stream); a slice of plain
+numbers becomes one float matrix (typed.Template.numbers). Anything unusual about the
+text (nested values, braces in strings) makes a slice fail to parse, and then the
+whole document is decoded in one piece instead: slower, never wrong."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -47,31 +48,12 @@ def sniff(name: str, head: bytes) -> bool:
     return name == "trainer_state.json" or (b'"log_history"' in head and head.lstrip()[:1] == b"{")
 
 
-def _slices(data: bytes) -> tuple[bytes, list[tuple[int, int]]]:
-    """(the document with an empty log_history, offsets of entry slices)."""
-    m = _HISTORY.search(data)
-    if m is None or _EMPTY.match(data, m.end()):
-        raise _Irregular
-    close = _end(data, m.end())
-    if close < 0:
-        raise _Irregular
-    stop = close + 1
-    out, pos = [], m.end()
-    while pos < stop:
-        cut = _BOUNDARY.search(data, pos + SLICE, stop) if pos + SLICE < stop else None
-        if cut is None:
-            out.append((pos, stop))
-            break
-        out.append((pos, cut.start() + 1))
-        pos = cut.end() - 1
-    return data[: m.end()] + data[data.index(b"]", close) :], out
-
-
-def _end(data: bytes, pos: int) -> int:
-    """Where the first `}` followed by blanks and `]` after `pos` starts, or -1: the end of
-    log_history in a trainer's layout. Found from each `]` (bytes.find, a memchr) rather
-    than by a regex over the whole history; the same match as `\\}\\s*\\]`'s first."""
-    while (close := data.find(b"]", pos)) >= 0:
+def _end(data: bytes | bytearray, pos: int, stop: int | None = None) -> int:
+    """Where the first `}` followed by blanks and `]` in data[pos:stop] starts, or -1: the
+    end of log_history in a trainer's layout. Found from each `]` (bytes.find, a memchr)
+    rather than by a regex over the whole history; the same match as `\\}\\s*\\]`'s first."""
+    stop = len(data) if stop is None else stop
+    while (close := data.find(b"]", pos, stop)) >= 0:
         at = close - 1
         while at >= pos and data[at] in _BLANK:
             at -= 1
@@ -81,6 +63,98 @@ def _end(data: bytes, pos: int) -> int:
     return -1
 
 
+class _Stream:
+    """log_history read from the file a slice at a time, into one buffer reused from slice
+    to slice, instead of the whole file at once: the file's bytes are never all in memory
+    (a 176 MB file peaked at ~330 MB, ~170 MB of it the file's copy), and neither are the
+    page faults and copies of a file-sized buffer paid (~0.13 s a 176 MB file).
+
+    The buffer holds `[` and then the entries not decoded yet. A slice is the entries up to
+    the first boundary (`}` `,` `{` with blanks) at least SLICE bytes in, or up to the end
+    of log_history (the first `}` blanks `]`, as _end finds it): the same slices as cut
+    from the whole text. The byte after a slice's last `}` (a blank, a comma or the
+    closing `]`) is overwritten with `]`, and the slice is decoded in place."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self._fh = fh
+        self._buf = bytearray(2 * SLICE + 2)
+        self._n = 0  # bytes of the buffer that hold the text
+        self._eof = False
+        self.head = b""  # the document up to log_history's opening bracket
+        self.tail = b""  # from log_history's closing bracket to the end of the file
+
+    def _more(self) -> bool:
+        """Read up to SLICE more bytes after those held; False at the end of the file."""
+        if self._eof:
+            return False
+        if len(self._buf) < self._n + SLICE:  # an entry longer than the buffer: grow it
+            self._buf.extend(bytes(max(SLICE, len(self._buf))))
+        with memoryview(self._buf) as view:
+            got = self._fh.readinto(view[self._n:self._n + SLICE])
+        if not got:
+            self._eof = True
+            return False
+        self._n += got
+        return True
+
+    def rest(self) -> bytes:
+        """Everything held and not read yet: the whole file when no slice was taken."""
+        return bytes(self._buf[:self._n]) + self._fh.read()
+
+    def start(self) -> bool:
+        """Read up to log_history's entries; False when there is no such list to slice (no
+        log_history, or an empty one): the caller decodes the document whole."""
+        pos = 0
+        while (m := _HISTORY.search(self._buf, pos, self._n)) is None:
+            # Searched up to what is held: only the last "log_history" seen, or one cut
+            # at the end, can still start the first match once more is read.
+            last = self._buf.rfind(b'"log_history"', pos, self._n)
+            pos = last if last >= 0 else max(pos, self._n - len(b'"log_history"'))
+            if not self._more():
+                return False
+        while self._n - m.end() < SLICE and self._more():
+            pass
+        if _EMPTY.match(self._buf, m.end(), self._n):
+            return False
+        self.head = bytes(self._buf[:m.end()])
+        self._drop(m.end())
+        return True
+
+    def _drop(self, upto: int) -> None:
+        """Keep `[` and the text from `upto` on at the start of the buffer."""
+        keep = self._n - upto
+        with memoryview(self._buf) as view:
+            view[1:1 + keep] = view[upto:self._n]
+        self._buf[0] = 0x5B  # [
+        self._n = 1 + keep
+
+    def slices(self) -> Iterator[memoryview]:
+        """Each slice as a JSON array in the buffer (valid until the next one is asked for).
+        _Irregular when the history has no end."""
+        buf = self._buf
+        while True:
+            close = _end(buf, 1, self._n)
+            stop = close + 1 if close >= 0 else self._n
+            cut = _BOUNDARY.search(buf, 1 + SLICE, stop) if stop > 1 + SLICE else None
+            if cut is None and close < 0:
+                if not self._more():
+                    raise _Irregular
+                buf = self._buf
+                continue
+            last = cut.start() + 1 if cut is not None else stop
+            if cut is None:
+                tail_at = buf.index(b"]", close, self._n)
+                self.tail = bytes(buf[tail_at:self._n]) + self._fh.read()
+            buf[last] = 0x5D  # ]
+            with memoryview(buf) as view:
+                piece = view[:last + 1]
+            yield piece
+            piece.release()  # the caller is done with it; the buffer may grow again
+            if cut is None:
+                return
+            self._drop(cut.end() - 1)
+
+
 # How a slice was decoded: dicts from the general decoder, typed.py's structs for plain
 # entries of known keys, or (numbers only) Template.numbers' float matrix
 GENERAL, TYPED, MATRIX = 0, 1, 2
@@ -88,48 +162,44 @@ GENERAL, TYPED, MATRIX = 0, 1, 2
 Chunk = tuple[Any, bool, int]
 
 
-def _entries(data: bytes, template: Template) -> tuple[dict[str, Any], Iterator[Chunk]]:
+def _chunks(stream: _Stream, template: Template) -> Iterator[Chunk]:
+    """The slices decoded. The first is decoded the general way, to learn its keys. A slice
+    that does not decode leaves the whole document to _whole (_Irregular): a string that
+    holds `},{` or `}]` can cut a slice or end the history inside itself, and the whole
+    document may still be valid. The typed rows and matrices hold no reference to the
+    buffer (msgspec copies what it keeps)."""
+    slices = stream.slices()
+    first = bytes(next(slices))
     try:
-        rest, pieces = _slices(data)
-        doc = loads(rest)
-        first = b"[" + data[pieces[0][0]:pieces[0][1]] + b"]"
         decoded = loads(first)
-    except (_Irregular, ValueError):
-        return _whole(data)
-
-    def gen() -> Iterator[Chunk]:
-        # The first slice is decoded the general way, to learn its keys (and to fall back
-        # on the whole document when even it is irregular); learnt before read() would,
-        # they let the slice's columns come from the matrix too: its rows converted once
-        # instead of again as dicts, column by column.
-        if set(map(type, decoded)) == {dict} and not any(map(is_summary, decoded[-3:])):
-            template.learn(decoded)  # what read() learns from these rows, all of them points
-            matrix = template.numbers(first)
-            if matrix is not None and _fits(matrix, template):
-                yield matrix, False, MATRIX
-            else:
-                yield decoded, may_have_bools(first), GENERAL
+    except ValueError:
+        raise _Irregular from None
+    # Learnt before read() would, the first slice's keys let its columns come from the
+    # matrix too: its rows converted once instead of again as dicts, column by column.
+    if set(map(type, decoded)) == {dict} and not any(map(is_summary, decoded[-3:])):
+        template.learn(decoded)  # what read() learns from these rows, all of them points
+        matrix = template.numbers(first)
+        if matrix is not None and _fits(matrix, template):
+            yield matrix, False, MATRIX
         else:
             yield decoded, may_have_bools(first), GENERAL
-        # Each slice is bracketed in one buffer reused from slice to slice: `b"[" + data[a:b]
-        # + b"]"` made three fresh copies a slice (~0.1 s of page faults on 175 MB). The typed
-        # rows hold no reference to the buffer (msgspec copies what it keeps).
-        view, raw = memoryview(data), bytearray(b"[")
-        for a, b in pieces[1:]:
-            raw[1:] = view[a:b]
-            raw += b"]"
-            matrix = template.numbers(raw)
-            if matrix is not None and _fits(matrix, template):
-                yield matrix, False, MATRIX
-                continue
-            typed = template.decode(raw)
-            if typed is not None and not _maybe_summary(typed[-3:], template):
-                yield typed, False, TYPED
-            else:
-                text = bytes(raw)
-                yield loads(text), may_have_bools(text), GENERAL
-
-    return doc, gen()
+    else:
+        yield decoded, may_have_bools(first), GENERAL
+    for raw in slices:
+        matrix = template.numbers(raw)
+        if matrix is not None and _fits(matrix, template):
+            yield matrix, False, MATRIX
+            continue
+        typed = template.decode(raw)
+        if typed is not None and not _maybe_summary(typed[-3:], template):
+            yield typed, False, TYPED
+        else:
+            text = bytes(raw)
+            try:
+                decoded = loads(text)
+            except ValueError:  # cut inside a string (`},{` or `}]` in it): no trainer's layout
+                raise _Irregular from None
+            yield decoded, may_have_bools(text), GENERAL
 
 
 def _maybe_summary(rows: list[Any], template: Template) -> bool:
@@ -163,35 +233,70 @@ def _whole(data: bytes) -> tuple[dict[str, Any], Iterator[Chunk]]:
 
 
 def read(path: Path) -> RawLog:
+    """Slice by slice from the file (_Stream); the document decoded whole when its layout is
+    not a trainer's: read again from the start when that shows only after slices were
+    taken (no end to log_history, a first slice or the document around log_history that
+    does not decode), at once otherwise."""
     require_file(path)
-    with open_log(path) as fh:
-        data = fh.read()
-    template = Template()
     try:
-        doc, chunks = _entries(data, template)
-        cols, notes = Columns(), []
-        records, not_objects, summary = 0, 0, None
-        for entries, bools, kind in chunks:
+        with open_log(path) as fh:
+            stream = _Stream(fh)
+            if not stream.start():
+                return _read(path, lambda: _whole(stream.rest()))
+            template = Template()
+            try:
+                return _read(path, lambda: (None, _chunks(stream, template)), stream, template)
+            except _Irregular:
+                pass
+        with open_log(path) as fh:
+            data = fh.read()
+        return _read(path, lambda: _whole(data))
+    except (ValueError, UnicodeDecodeError) as exc:  # from _whole's decode
+        raise InputError(f"{path}: not a readable trainer_state.json ({_short(exc)})") from None
+
+
+def _read(path: Path, entries: Callable[[], tuple[dict[str, Any] | None, Iterator[Chunk]]],
+          stream: _Stream | None = None, template: Template | None = None) -> RawLog:
+    """The columns of the chunks `entries` gives; the document around log_history is
+    _whole's, or (doc None) the stream's head and tail decoded once the chunks are read.
+    _Irregular from the stream's chunks or that document: decode the file whole."""
+    template = Template() if template is None else template
+    try:
+        doc, chunks = entries()
+    except _Irregular as exc:
+        if stream is None:
+            raise InputError(f"{path}: not a readable trainer_state.json ({_short(exc)})") from None
+        raise
+    cols: Columns = Columns()
+    notes: list[str] = []
+    records, not_objects, summary = 0, 0, None
+    try:
+        for entries_, bools, kind in chunks:
             if kind == MATRIX:
-                add_matrix(entries, template.keys, cols, "step")
-                records += len(entries)
+                add_matrix(entries_, template.keys, cols, "step")
+                records += len(entries_)
                 continue
             if kind == TYPED:  # the typed rows hold no boolean
-                add_columns(entries, template.keys, lambda k, rows=entries: template.column(rows, k), cols,
+                add_columns(entries_, template.keys, lambda k, rows=entries_: template.column(rows, k), cols,
                             records, "step", may_have_bools=False,
-                            cells=lambda k, rows=entries: template.cells(rows, k))
-                records += len(entries)
+                            cells=lambda k, rows=entries_: template.cells(rows, k))
+                records += len(entries_)
                 continue
-            rows = entries if set(map(type, entries)) == {dict} else [e for e in entries if type(e) is dict]
-            not_objects += len(entries) - len(rows)
+            rows = entries_ if set(map(type, entries_)) == {dict} else [e for e in entries_ if type(e) is dict]
+            not_objects += len(entries_) - len(rows)
             points = [e for e in rows if not is_summary(e)] if any(map(is_summary, rows[-3:])) else rows
             if len(points) != len(rows):
                 summary = next(e for e in reversed(rows) if is_summary(e))
             add_rows(points, cols, records, "step", bools)
             records += len(points)
             template.learn(points)
-    except (_Irregular, ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError) as exc:  # a later slice the general decoder refused
         raise InputError(f"{path}: not a readable trainer_state.json ({_short(exc)})") from None
+    if doc is None and stream is not None:
+        try:
+            doc = loads(stream.head + stream.tail)
+        except ValueError:
+            raise _Irregular from None
     if not isinstance(doc, dict):
         raise InputError(f"{path}: not a trainer_state.json (top level is not an object)")
     if not_objects:
