@@ -325,3 +325,49 @@ def test_the_stream_cuts_the_slices_the_whole_text_did(seed: int, tmp_path: Path
             return
     assert expected is not None
     assert got == expected[1] and stream.head + stream.tail == expected[0]
+
+
+def _ending(seed: int) -> str:
+    """Plain entries, then odd ones among the last few: summary-like entries (run totals
+    and no loss), entries without a step or with a text one, eval entries, the summary."""
+    rng = random.Random(1000 + seed)
+    n = rng.randint(50, 1500)
+    # steps 10, 20, ...: a row that inherits the previous step is told from one numbered
+    history: list[dict[str, object]] = [{"epoch": s / n, "grad_norm": rng.random(), "learning_rate": 1e-4,
+                                         "loss": rng.random(), "step": 10 * s} for s in range(1, n)]
+    history[0]["train_runtime"] = 0.5  # per-step throughput (transformers 5.x): a known key
+    odd = [{"epoch": 1.0, "step": n, "total_flos": 1e12, "train_loss": 2.5, "train_runtime": 10.0},
+           {"epoch": 1.0, "step": 10 * n, "train_runtime": 3.0},  # summary-like, of known keys only
+           {"epoch": 1.0, "loss": 0.5}, {"epoch": 1.0, "eval_loss": 0.7, "step": n}, {"step": "7", "loss": 0.1},
+           {"epoch": 1.0, "step": None, "loss": 0.2, "train_runtime": 3.0},
+           {"epoch": 1.0, "train_runtime": 3.0, "total_flos": 5.0}]
+    if seed < 4:  # where a split would read differently (seeds 0, 1): its checks must decline it
+        summary_like, stepless = odd[1], odd[2]
+        at = {0: -6, 1: -1, 2: -6, 3: -1}[seed]  # with the summary appended: 7th last, 3rd last
+        history.insert(len(history) + at, summary_like if seed in (0, 3) else stepless)
+    for _ in range(rng.randint(0, 6) if seed >= 4 else 0):
+        history.insert(len(history) - rng.randint(0, min(8, len(history))), rng.choice(odd))
+    if seed % 2 or seed < 4:
+        history.append({"epoch": 1.0, "step": n, "total_flos": 1e12, "train_loss": 2.5, "train_runtime": 10.0,
+                        "train_samples_per_second": 1.0})
+    return json.dumps({"global_step": n, "log_history": history}, indent=rng.choice([2, None]))
+
+
+def test_the_last_slice_split_before_its_last_three_entries_reads_as_before(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """_split_last: the last slice (where the summary is) as a matrix of all but its last
+    three entries and those three the general way, only where that reads as the slice
+    read whole; odd entries near the end make it decline. Against the reader before the
+    matrix (which never splits) and the general path."""
+    split = hf._split_last
+    taken: list[bool] = []
+    monkeypatch.setattr(hf, "_split_last", lambda *a: taken.append((r := split(*a)) is not None) or r)
+    for seed in range(24):
+        monkeypatch.setattr(hf, "SLICE", random.Random(seed).choice([4096, 16384]))  # 4+ entries in the last
+        path = tmp_path / f"s{seed}" / "trainer_state.json"
+        path.parent.mkdir()
+        path.write_text(_ending(seed))
+        fast, before, general, _ = _three(path, monkeypatch, whole_too=False)
+        _same(fast, before)
+        _same(fast, general)
+    assert taken.count(True) >= 3 and taken.count(False) >= 3
