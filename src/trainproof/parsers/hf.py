@@ -254,8 +254,7 @@ def _fits(matrix: Any, template: Template, rows: int = 3) -> bool:
     """Can rows.add_matrix take this slice? Every entry has a step (a missing one would be
     inherited, which add_columns does) and none of the last `rows` entries can be the
     summary (_maybe_summary's test: no loss value of either kind). No cell is infinite:
-    msgspec refuses NaN, Infinity and 1e999, and an integer past float64's range fails
-    the conversion in Template.numbers."""
+    msgspec refuses NaN, Infinity, 1e999 and an integer past float64's range."""
     keys = template.keys
     if "step" not in keys or np.isnan(matrix[:, keys.index("step")]).any():
         return False

@@ -17,6 +17,7 @@ types do the checking."""
 from __future__ import annotations
 
 import importlib.util
+import math
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from operator import attrgetter
@@ -47,9 +48,12 @@ _REWRITTEN = frozenset({SWIFT_KEY, LLAMAFACTORY_STEP, LLAMAFACTORY_TOTAL})
 # No bool (so the conversion may skip its bool scan), no object or list (nothing to flatten).
 _CELL = int | float | str | None
 # Cells of a numbers-only block: no string either, so a NaN in its matrix is a missing
-# cell and nothing else (JSON has no NaN literal, and msgspec refuses NaN, Infinity and
-# numbers out of range).
-_NUMBER = int | float | None
+# cell or a null and nothing else (JSON has no NaN literal, and msgspec refuses NaN,
+# Infinity and numbers out of range). msgspec turns an integer into the float that
+# Python's float() gives (checked on 200k integers of 15-40 digits, -0 and 2^53+1
+# included), and a missing key reads as NaN rather than None: numpy converts a float
+# ~20 % faster than it converts None or an int.
+_NUMBER = float | None
 
 
 class Template:
@@ -97,31 +101,28 @@ class Template:
         Why: converting a block column by column costs a pass over the rows per key, and
         a sparse column (eval entries) a list and a mask besides; here every cell goes
         through numpy's conversion once, in one C loop over the rows' tuples. The values
-        are the ones the column-wise conversion gives (the same per-cell conversion:
-        numpy's float64 from the Python int or float msgspec decoded); an integer past
-        float64's range makes the conversion fail, and the block goes the other way.
+        are the ones the column-wise conversion gives (numpy's float64 of the Python
+        float, or of the float an integer is); an integer past float64's range fails the
+        decode, and the block goes the other way.
         A block refused here costs the part decoded before the refusal: nothing much for
         a text column (on its first row), one decode at worst."""
         if not self.keys:
             return None
         ms = _msgspec()
         if self._numeric is None:
-            self._numeric = self._make(_NUMBER)
+            self._numeric = self._make(_NUMBER, math.nan)
         try:
             rows = self._numeric.decode(array_text)
         except (ms.DecodeError, ms.ValidationError):
             return None
         width = len(self.keys)
-        try:
-            flat = np.fromiter(chain.from_iterable(map(ms.structs.astuple, rows)), dtype=np.float64,
-                               count=len(rows) * width)
-        except (ValueError, TypeError, OverflowError):  # OverflowError: an int past float64's range
-            return None
+        flat = np.fromiter(chain.from_iterable(map(ms.structs.astuple, rows)), dtype=np.float64,
+                           count=len(rows) * width)
         return flat.reshape(len(rows), width)
 
-    def _make(self, cell: Any) -> Any:
+    def _make(self, cell: Any, missing: Any = None) -> Any:
         ms = _msgspec()
-        fields = [(f"f{i}", cell, None) for i in range(len(self.keys))]
+        fields = [(f"f{i}", cell, missing) for i in range(len(self.keys))]
         row_type = ms.defstruct("Row", fields, rename={f"f{i}": k for i, k in enumerate(self.keys)},
                                 forbid_unknown_fields=True, gc=False)
         return ms.json.Decoder(list[row_type])
