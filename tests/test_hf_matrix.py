@@ -371,3 +371,20 @@ def test_the_last_slice_split_before_its_last_three_entries_reads_as_before(
         _same(fast, before)
         _same(fast, general)
     assert taken.count(True) >= 3 and taken.count(False) >= 3
+
+
+def test_integers_become_the_floats_python_gives() -> None:
+    """Template.numbers has msgspec turn integers into floats (fields typed float): the
+    same float as Python's float(int), sign of zero included; one past float64's range
+    refuses the block (the other paths say it is not a number)."""
+    rng = random.Random(3)
+    ints = [0, -0, 1, -1, 2**53 + 1, 2**63, -2**63 - 1, 2**64, 2**64 + 1] + [
+        rng.randint(-10**k, 10**k) for k in range(1, 300) for _ in range(20)]
+    template = typed.Template()
+    template.learn([{"loss": 1.0, "step": 1}])
+    text = json.dumps([{"loss": v, "step": 1} for v in ints]).replace("[{\"loss\": 0,", "[{\"loss\": -0,", 1)
+    matrix = template.numbers(text.encode())
+    assert matrix is not None
+    got, expected = matrix[:, template.keys.index("loss")], np.array([float(v) for v in ints])
+    assert np.array_equal(got, expected) and np.array_equal(np.signbit(got), np.signbit(expected))
+    assert template.numbers(f'[{{"loss": {10**400}, "step": 1}}]'.encode()) is None
