@@ -140,6 +140,38 @@ def test_an_epoch_back_at_its_origin_splits_rows_but_not_a_counted_step():
     assert "appended" not in counted.meta and len(counted.series["loss"]) == 11
 
 
+def test_a_second_fit_of_the_same_keras_model_stays_joined():
+    """Real Keras 3 (scripts/fixtures/make_keras_two_phase_fixtures.py): one model, fit() at
+    lr 1e-2 then fit() again at 1e-4 into one CSVLogger(append=True) file - the epoch column
+    reads 0..7, 0..7, but the loss carries on (0.163 -> 0.139), so it is one run, judged whole."""
+    want = json.loads((FIX / "keras_two_phase" / "expected.json").read_text())["phases"]
+    run = read_run(FIX / "keras_two_phase" / "training.csv")
+    assert "appended" not in run.meta
+    logged = want["head"]["history"]["loss"] + want["fine_tune"]["history"]["loss"]
+    assert np.allclose(run.series["loss"].values, logged, rtol=1e-6)
+    assert "TP-APPENDED-RUNS" not in {f.rule_id for f in judge_run(run).findings}
+
+
+def test_the_carried_level_is_measured_in_log_space():
+    """A run that fell 1.63 -> 0.0016 and a second that starts at 0.03 kept almost all of the
+    first's fall in absolute terms, a quarter of it by factors: a new run (fresh8's eshaubale,
+    two Trainer runs on different tasks in one stdout), split; one that starts where the
+    first ended (fresh11's dimitricalmand: 0.190 -> 0.189 at a 100x lower LR) is joined."""
+    from trainproof.parsers import build_run
+    from trainproof.parsers.base import RawLog
+
+    def rows(loss: list[float], epoch: list[int]):  # a CSV's rows, numbered in order
+        s = np.arange(len(loss), dtype=float)
+        cols = {"loss": (s, np.asarray(loss)), "epoch": (s, np.asarray(epoch, dtype=float))}
+        return build_run("training.csv", "example", RawLog(cols, len(loss)), {})
+
+    fall = [1.63, 0.072, 0.022, 0.012, 0.0076, 0.005, 0.0038, 0.0032, 0.0027, 0.0022, 0.0016]
+    new = rows([*fall, 0.137, 0.0276, 0.0147, 0.01], [*range(11), 0, 1, 2, 3])
+    assert new.meta["appended"]["runs"] == 2
+    on = rows([0.266, 0.206, 0.201, 0.199, 0.198, 0.190, 0.189, 0.188, 0.186, 0.187], [0, 1, 2, 3, 4, 5, 0, 1, 2, 3])
+    assert "appended" not in on.meta and len(on.series["loss"]) == 10
+
+
 def test_an_evaluation_at_the_end_of_each_run_is_split_with_it():
     """One eval point per run, at the same step both times: it goes with its run."""
     steps = [*range(1, 9), *range(1, 9)]

@@ -17,6 +17,7 @@ import pytest
 from tests.test_judge_equivalence import GALLERIES, _generated_run, _same, _same_report
 from trainproof import curves, schedule, stats
 from trainproof.engine import judge_run
+from trainproof.model import Series
 from trainproof.parsers import read_run
 from trainproof.rules import frozen, recovery, rise
 
@@ -80,6 +81,8 @@ def _frozen_tail_ref(values: np.ndarray, rel: float) -> Any:
 
 
 def _candidates_ref(v, after, window, sigma, bar):
+    if callable(after):  # the caller's chunked mask, asked for the whole series at once
+        after = after(0, v.size)
     return np.flatnonzero(after & ((v - stats.trailing_min(v, window)) / sigma > bar))
 
 
@@ -98,6 +101,8 @@ def _zero_touches_ref(values):
 
 
 def _trailing_median_where_ref(values, window, factor, mask):
+    if callable(mask):  # the callers' chunked masks, asked for the whole series at once
+        mask = mask(0, values.size)
     if factor > 0:
         mask = mask & (values > factor * stats.trailing_min(values, window))
     cand = np.flatnonzero(mask)
@@ -112,6 +117,26 @@ def _buckets_ref(steps, lo, width, buckets):
     return np.minimum(((steps - lo) / width * buckets).astype(np.int64), buckets - 1)
 
 
+def _warmup_ref(values, moves=None):
+    n = values.size
+    moves = _moves_ref(values) if moves is None else moves
+    downs = np.flatnonzero(moves < 0)
+    j = int(downs[0]) if downs.size else n - 1
+    top = float(values[: j + 1].max())
+    if not np.any(moves[:j] > 0):
+        return None, False
+    first = int(np.flatnonzero(values[: j + 1] >= top * (1.0 - schedule.SAME_LR))[0])
+    still = j == n - 1 and (moves[-1] > 0 or values[-1] > values[first] * (1.0 + schedule.ROUNDOFF))
+    return (n - 1 if still else first), bool(still)
+
+
+def _finite_only_ref(self):
+    mask = self.finite
+    if mask.all():
+        return self
+    return Series(self.name, self.steps[mask], self.values[mask])
+
+
 @contextlib.contextmanager
 def _reference(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every helper this change replaced, put back as it was."""
@@ -124,6 +149,9 @@ def _reference(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         m.setattr(recovery, "_candidates", _candidates_ref)
         m.setattr(recovery, "LogView", np.log)  # the whole series' log, as it was
         m.setattr(curves, "_buckets", _buckets_ref)
+        m.setattr(curves, "_bucket_chunks", lambda *a: iter([_buckets_ref(*a)]))  # one whole-series chunk
+        m.setattr(schedule, "_warmup", _warmup_ref)
+        m.setattr(Series, "finite_only", _finite_only_ref)
         m.setattr(schedule, "_moves", _moves_ref)
         m.setattr(schedule, "_zero_touches", _zero_touches_ref)
         m.setattr(schedule, "_last", None)
@@ -218,8 +246,10 @@ def test_spike_candidates_and_buckets_equal_the_whole_series_code(seed, chunks):
     v = np.log(_series(rng, positive=True))
     after = rng.random(v.size) < 0.9
     for window in (1, 3, 10):
-        assert np.array_equal(recovery._candidates(v, after, window, 0.02, 0.5),
-                              _candidates_ref(v, after, window, 0.02, 0.5))
+        want = _candidates_ref(v, after, window, 0.02, 0.5)
+        for given in (after, lambda lo, hi: after[lo:hi]):
+            got = recovery._candidates(v, given, window, 0.02, 0.5)
+            assert np.array_equal(got, want) and got.dtype == want.dtype
     steps = np.cumsum(rng.integers(1, 4, v.size)).astype(float)
     if steps.size:
         lo, width = float(steps[0]), float(steps[-1] - steps[0]) or 1.0
@@ -292,9 +322,10 @@ def test_lr_moves_spike_candidates_and_intervals_equal_the_whole_series_code(see
     assert schedule._zero_touches(v) == _zero_touches_ref(v)
     mask = rng.random(v.size) < 0.8
     for window, factor in ((1, 2.0), (10, 10.0), (10, 0.0)):
-        got = stats.trailing_median_where(v, window, factor, mask)
         want = _trailing_median_where_ref(v, window, factor, mask)
-        assert np.array_equal(got[0], want[0]) and _same(got[1], want[1]) and np.array_equal(got[2], want[2])
+        for given in (mask, lambda lo, hi: mask[lo:hi]):
+            got = stats.trailing_median_where(v, window, factor, given)
+            assert np.array_equal(got[0], want[0]) and _same(got[1], want[1]) and np.array_equal(got[2], want[2])
     steps = np.cumsum(rng.integers(1, 5, v.size)).astype(float)
     if steps.size > 1:
         assert _same(rise._typical_interval(steps), _typical_interval_ref(steps))
@@ -308,10 +339,73 @@ def test_curve_stretches_equal_the_whole_series_masks(seed, chunks):
     col = np.sort(rng.integers(0, 50, n)).astype(np.int16)
     if n > 2 and seed % 2:
         col[int(rng.integers(n))] = -3  # unsorted
-    starts, ascending = curves._stretches(col)
-    assert np.array_equal(starts, np.flatnonzero(np.r_[True, col[1:] != col[:-1]]))
-    assert ascending == bool(np.all(col[1:] >= col[:-1]))
+    for size in (curves.CHUNK, 1, 3):  # the buckets come a chunk at a time (curves._bucket_chunks)
+        starts, ascending = curves._stretches(col[i: i + size] for i in range(0, max(n, 1), size))
+        assert np.array_equal(starts, np.flatnonzero(np.r_[True, col[1:] != col[:-1]]))
+        assert ascending == bool(np.all(col[1:] >= col[:-1]))
     v = rng.standard_normal(n)
     if n and seed % 3 == 0:
         v[int(rng.integers(n))] = rng.choice([np.nan, np.inf])
     assert curves._all_finite(v) == bool(np.isfinite(v).all())
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_chunked_searches_equal_the_whole_series_masks(seed, chunks):
+    """stats.first_where / last_where / count_where / all_finite, Series.finite_only and
+    schedule._warmup (the LR's warm-up, a chunk at a time) against the masks they replace."""
+    rng = np.random.default_rng(700 + seed)
+    v = _series(rng)
+    for test in (lambda x: x > 0.5, lambda x: x != 0.0, lambda x: x == 0.0, lambda x: x > 1e9):
+        hits = np.flatnonzero(test(v))
+        assert stats.first_where(v, test) == (int(hits[0]) if hits.size else -1)
+        assert stats.last_where(v, test) == (int(hits[-1]) if hits.size else -1)
+        assert stats.count_where(v, test) == int(test(v).sum())
+        got = stats.where(v, test)
+        assert np.array_equal(got, hits) and got.dtype == hits.dtype
+    assert stats.all_finite(v) == bool(np.isfinite(v).all())
+    assert stats.increasing(v) == bool(np.all(v[1:] > v[:-1]))
+    up = np.cumsum(np.abs(v[np.isfinite(v)]) + 1.0)
+    assert stats.increasing(up) and stats.increasing(up[:1])
+    s = Series("x", np.arange(float(v.size)), v)
+    got, want = s.finite_only(), _finite_only_ref(s)
+    assert np.array_equal(got.steps, want.steps) and np.array_equal(got.values, want.values, equal_nan=True)
+    lr = _series(rng, positive=True)
+    if lr.size:
+        kind = seed % 4
+        if kind == 0:  # a warm-up, then a decay
+            k = int(rng.integers(lr.size))
+            lr = np.r_[np.linspace(0.0, 1e-3, k + 1)[1:], np.linspace(1e-3, 1e-5, lr.size - k)][: lr.size]
+        elif kind == 1:  # rising to the end
+            lr = np.sort(lr)
+        elif kind == 2:  # constant after a step up
+            lr = np.where(np.arange(lr.size) < lr.size // 3, 1e-4, 1e-3)
+        assert schedule._warmup(lr) == _warmup_ref(lr)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_above_median_by_counting_equals_the_median_test(seed):
+    """stats.above_median decides float(x - median(w)) > bar by counting where it can:
+    windows of both parities with ties, zeros of both signs and huge values, and x, bar put
+    so that x - bar lands on, just beside and between the middle values."""
+    rng = np.random.default_rng(800 + seed)
+    n = int(rng.choice([stats._COUNTED - 1, stats._COUNTED, 1025, 2000, 2001, 5000]))
+    kind = seed % 5
+    if kind == 0:
+        w = rng.lognormal(0, 1, n)
+    elif kind == 1:
+        w = np.round(rng.standard_normal(n), 1)
+        w[rng.random(n) < 0.2] = rng.choice([0.0, -0.0])
+    elif kind == 2:
+        w = np.where(rng.random(n) < 0.5, 2.0, 3.0)
+    elif kind == 3:
+        w = rng.standard_normal(n) * 1e306  # middles whose sum may overflow
+    else:
+        w = 1.0 + rng.integers(-3, 4, n) * np.finfo(float).eps  # middles a few ulps apart
+    srt = np.sort(w)
+    middles = [srt[n // 2], srt[(n - 1) // 2], stats.median(w)]
+    for mid in middles:
+        for bar in (0.0, 0.3, 1e-12, float(rng.lognormal())):
+            for t in (mid, np.nextafter(mid, np.inf), np.nextafter(mid, -np.inf), mid + 1.0, mid - 1.0):
+                x = t + bar
+                want = float(x - stats.median(w)) > bar
+                assert stats.above_median(x, w, bar) == want, (n, kind, mid, bar, t)

@@ -122,6 +122,10 @@ def test_loss_tsv_damage(tmp_path):
     p.write_bytes(b"")
     with pytest.raises(InputError, match="empty"):
         flair.read(p)
+    wide = "\t".join(f"C{i}" for i in range(20_000))  # every line past the line cap: not "empty"
+    p.write_text(f"EPOCH\tTIMESTAMP\t{wide}\n" + "".join(f"{e}\t10:00:0{e}\t{wide}\n" for e in range(3)))
+    with pytest.raises(InputError, match="every line is over"):
+        flair.read(p)
 
 
 def test_flair_0_12_files_equal_what_train_returned(run_cli):

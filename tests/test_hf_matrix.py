@@ -388,3 +388,47 @@ def test_integers_become_the_floats_python_gives() -> None:
     got, expected = matrix[:, template.keys.index("loss")], np.array([float(v) for v in ints])
     assert np.array_equal(got, expected) and np.array_equal(np.signbit(got), np.signbit(expected))
     assert template.numbers(f'[{{"loss": {10**400}, "step": 1}}]'.encode()) is None
+
+
+@pytest.mark.parametrize("way", ["matrix", "typed"])
+def test_a_summary_anywhere_in_any_slice_is_meta_on_every_path(way: str, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Main's per-entry summary (readers branch) on the fast paths: a summary of known keys
+    (per-step entries carry the run totals too) followed by evaluate()'s entries on named
+    sets (`eval_dev_loss`, ...: no `loss`, no `eval_loss`; evaluated during training too,
+    so their keys are known) and more steps, moved through every position of the first
+    two slices and a few later. 'typed': every entry holds a string, so numbers() refuses
+    each slice and decode() takes it. Checked against the list itself: the summary is no
+    point and is the run's summary, every other entry is a record."""
+    monkeypatch.setattr(hf, "SLICE", 2048)
+    totals = {"total_flos": 1e12, "train_loss": 2.5, "train_runtime": 10.0}
+    note = {"note": "x"} if way == "typed" else {}
+    sets = ("dev", "test", "ood")
+    plain: list[dict[str, object]] = []
+    for i in range(1, 200):
+        plain.append({"epoch": i / 100, "loss": 3 - i / 1000, "step": i, **totals, **note})
+        if i % 50 == 25:
+            plain += [{"epoch": i / 100, f"eval_{name}_loss": 1.0, "step": i, **note} for name in sets]
+    size = len(json.dumps(plain[0], indent=2)) + 4
+    matrices: list[int] = []
+    decodes: list[bool] = []
+    add, decode = hf.add_matrix, typed.Template.decode
+    monkeypatch.setattr(hf, "add_matrix", lambda mat, *a: matrices.append(len(mat)) or add(mat, *a))
+    monkeypatch.setattr(typed.Template, "decode",
+                        lambda self, raw: decodes.append((r := decode(self, raw)) is not None) or r)
+    for at in [*range(3, 3 + 2 * 2048 // size), 120, 180, 205]:
+        step = plain[at - 1]["step"]
+        summary = {"epoch": 2.0, "step": step, **totals, "train_loss": 1.9, **note}
+        after = [{"epoch": 2.0, f"eval_{name}_loss": 1.5, "step": step, **note} for name in sets]
+        history = [*plain[:at], summary, *after, *plain[at:]]
+        path = tmp_path / f"{at}" / "trainer_state.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps({"global_step": 199, "log_history": history}, indent=2))
+        got = hf.read(path)
+        assert got.meta["summary"] == summary and got.records == len(history) - 1
+        np.testing.assert_array_equal(got.columns["loss"][0], [e["step"] for e in history if "loss" in e])
+        np.testing.assert_array_equal(got.columns["loss"][1], [e["loss"] for e in history if "loss" in e])
+        assert got.columns["eval_ood_loss"][1].tolist().count(1.5) == 1
+    # the fast path was taken for most slices; not for one holding an entry without a loss
+    # value where run totals are known keys (null or missing, it cannot tell: _fits)
+    assert (len(matrices) > 50) if way == "matrix" else (decodes.count(True) > 50 and not matrices)

@@ -2,8 +2,10 @@
 scripts/fixtures/make_mmengine_fixtures.py, mmengine 0.10.7): train lines at their global
 iteration with every value equal to what LocalVisBackend was given; validation lines,
 whose step is the epoch number in epoch-based training, placed at the iteration the
-epoch ended; iter-based validation at its own iteration; `time` read as step_time;
-the sniff; doctor judging scalars.json once; bad input is one line, exit 2."""
+epoch ended; iter-based validation at its own iteration, also when its step is an epoch
+count that never advances (step 0: kept at the last iteration logged before it); `time`
+read as step_time; the sniff, also with a validation line first; doctor judging
+scalars.json once; bad input is one line, exit 2."""
 
 from __future__ import annotations
 
@@ -88,7 +90,9 @@ def test_train_lines_without_epoch_yet_epoch_steps(tmp_path):
 
 
 def test_sniff_claims_mmengine_logs_and_nothing_else():
-    for kind in ("epoch", "iter"):
+    # iter_epochstep_sparse's first line is a validation line (written before the first train line)
+    assert "iter" not in json.loads(scalars("iter_epochstep_sparse").read_text().splitlines()[0])
+    for kind in ("epoch", "iter", "iter_epochstep", "iter_epochstep_sparse"):
         for log in scalars(kind).parent.glob("*.json"):
             assert detect(log).name == "mmengine", log
     fixtures = Path(__file__).parent / "fixtures"
@@ -117,3 +121,48 @@ def test_bad_input_is_exit_2(run_cli, tmp_path, body):
     assert code == 2, (out, err)
     assert "Traceback" not in err + out
     assert json.loads(out)["reports"][0]["verdict"] == "NOT-CHECKED"
+
+
+@pytest.mark.parametrize("kind", ("iter_epochstep", "iter_epochstep_sparse"))
+def test_iter_based_validation_with_an_epoch_step_is_kept_where_it_ran(kind):
+    """An IterBasedTrainLoop with the by-epoch defaults (scripts/fixtures/make_mmengine_fixtures.py):
+    runner.epoch never advances, so every validation line says step 0 while the train lines say
+    epoch 1. Each is kept, at the last train iteration logged before it - the iteration it ran
+    at when that iteration was logged, 0 when it came before the first train line - in the
+    order written, between the train lines it was written between."""
+    raw = mmengine.read(scalars(kind))
+    train, val = split(kind)
+    assert {c["step"] for c in val} == {0} and {c["scalars"]["epoch"] for c in train} == {1}
+    ran = [c["runner_iter"] for c in val]
+    assert ran == [25, 50, 75, 100]
+    logged = [c["step"] for c in train]
+    before = [max((s for s in logged if s <= at), default=0) for at in ran]
+    for key in ("toy/mse", "toy/mae", "val/time"):
+        steps, values = raw.columns[key]
+        assert steps.tolist() == before, key
+        np.testing.assert_array_equal(values, [c["scalars"][key.removeprefix("val/")] for c in val])
+    if kind == "iter_epochstep":  # logged every 5: each validation at the very iteration it ran
+        assert before == ran
+    else:  # logged every 30: the first validation (25) came before any train line
+        assert before == [0, 30, 60, 90]
+    assert not any("ignored" in n for n in raw.notes)
+    assert any("4 validation line(s)" in n and "inside an epoch" in n for n in raw.notes)
+    run = read_run(scalars(kind))
+    assert run.series["loss"].steps.tolist() == logged
+
+
+def test_validation_for_an_epoch_without_logged_training_is_kept(tmp_path):
+    """A validation whose epoch no train line names (a log cut or edited by hand: mmengine
+    logs an epoch's last iteration when the epoch is shorter than the interval) goes to the
+    last iteration logged before it, not nowhere."""
+    lines = []
+    for e, its in ((1, (50, 100)), (2, (150, 200)), (3, ())):
+        lines += [{"lr": 0.02, "data_time": 0.01, "loss": 2.0 - i / 100, "time": 0.4, "epoch": e, "iter": i,
+                   "step": i} for i in its]
+        lines.append({"coco/bbox_mAP": 0.1 * e, "data_time": 0.01, "time": 0.1, "step": e})
+    log = tmp_path / "scalars.json"
+    log.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    raw = mmengine.read(log)
+    steps, values = raw.columns["coco/bbox_mAP"]
+    assert steps.tolist() == [100.0, 200.0, 200.0]
+    np.testing.assert_allclose(values, [0.1, 0.2, 0.3])

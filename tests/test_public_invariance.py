@@ -33,8 +33,16 @@ _spec.loader.exec_module(pi)
 # train loss no longer silences the eval witness, a steady fall must be 1e-4 of the loss, the
 # memorised train loss is read at the eval minimum too) 104, 15 to or from FAIL, each stated;
 # with the held-out scores cut and shifted with the log (tests/perturbations.py) 102.
+# TP-DEAD-RUN's resolve_se at two standard errors (and TP-NO-PROGRESS, its WARN for a log that
+# cannot resolve the gain) moves 115: a WARN where the evidence of a dead run sits at the bound
+# comes and goes with a cut or a halving (fresh5's ten-point rokibol alone: 6, each cut leaving
+# it under TP-DEAD-RUN's ten points), and 2 moves to FAIL became moves to WARN.
+# fresh11 (509 runs, 5,599 judgements) adds 20, at 135 once trend_min_fall is 1 % (its 1,200-point
+# christianjzb no longer learns by a 0.2 % fall when halved); 136 once an epoch counter that starts
+# over while the loss carries on is one run (fresh11's dhruvish98, ten appended Keras fits, halved:
+# PASS -> WARN, toward its label).
 # A rule change that moves more must say why here.
-MAX_MOVES = 102
+MAX_MOVES = 136
 
 
 @pytest.fixture(scope="module")

@@ -62,10 +62,12 @@ def test_a_restarted_counter_is_continued_in_log_order():
 def test_sorted_by_step_the_restarted_run_would_fail():
     """What the reader did before: sorted by step with the later write winning at a
     repeated step, the restarted run's steps 2-40 replace the first run's, and its steps
-    42-48 follow them - the curve ends on the first run's higher losses, a false rise."""
+    42-48 follow them - the curve ends on the first run's higher losses, a false rise (read
+    as no clear progress: TP-NO-PROGRESS; TP-DEAD-RUN before its resolve_se needed two
+    standard errors)."""
     old = {**_logged("first_run"), **_logged("restarted_run")}
     rep = judge_run(run_from({"loss": [old[k] for k in sorted(old)]}))
-    assert rep.verdict.value == "FAIL"
+    assert rep.verdict.value == "WARN" and {f.rule_id for f in rep.findings} >= {"TP-NO-PROGRESS"}
     in_order = judge_run(read_run(FIX / "restarted.jsonl"))
     assert not {f.rule_id for f in rep.findings} & {f.rule_id for f in in_order.findings}
 

@@ -183,6 +183,11 @@ def test_readme_txt_is_not_a_log(tmp_path, run_cli):
     assert code == 2
     assert "no line of this text log matches a known training-log pattern" in out + err
     assert "'Nothing here but prose.'" in out + err
+    binary = tmp_path / "train.log"  # random bytes: said to be unreadable, not quoted back
+    binary.write_bytes(bytes(range(256)) * 40 + b"\n" + bytes(range(255, -1, -1)) * 40)
+    code, out, err = run_cli("epoch", binary)
+    assert code == 2 and len((out + err).strip().splitlines()) == 1
+    assert "not a text log: its lines are not readable text" in out + err and "\\x" not in out + err
 
 
 def test_text_log_without_a_loss_is_exit_2(tmp_path, run_cli):

@@ -1,8 +1,8 @@
 """OpenNMT-py `onmt_train` output read by the text-log scanner (opennmt* patterns in
 parsers/textlog_nlp.py).
 
-opennmt/*.log are the real stdout+stderr of `onmt_train` (OpenNMT-py 3.0.4, and 2.3.0 for
-v2_train.log; torch 2.13 CPU, a one-layer LSTM on a made-up reversal task), written by
+opennmt/*.log are the real stdout+stderr of `onmt_train` (OpenNMT-py 3.0.4, 2.3.0 for
+v2_train.log and 1.2.0 for v1_train.log; torch 2.13 CPU, a one-layer LSTM on a made-up reversal task), written by
 scripts/fixtures/make_opennmt_fixtures.py with the statistics OpenNMT-py printed from
 (`<name>.expected.json`, unrounded); the values read must be those, as printed."""
 
@@ -36,13 +36,13 @@ def _f(v: float, spec: str) -> float:
     return float(format(v, spec))
 
 
-@pytest.mark.parametrize("name", ["train", "hot", "v2_train"])
+@pytest.mark.parametrize("name", ["train", "hot", "v2_train", "v1_train"])
 def test_step_lines_equal_what_opennmt_printed(name):
     doc, raw = _doc(name), textlog.read(ONMT / f"{name}.log")
     train = doc["train"]
     steps = [float(t["step"]) for t in train]
-    # 3.x: `acc: %2.1f; ppl: %5.1f; xent: %2.1f; lr: %7.5f`; 2.x: `%6.2f; %5.2f; %4.2f; %7.5f`
-    spec = ".2f" if doc["opennmt_py"].startswith("2.") else ".1f"
+    # 3.x: `acc: %2.1f; ppl: %5.1f; xent: %2.1f; lr: %7.5f`; 1.x-2.x: `%6.2f; %5.2f; %4.2f; %7.5f`
+    spec = ".2f" if doc["opennmt_py"].startswith(("1.", "2.")) else ".1f"
     assert _col(raw, "xent") == (steps, [_f(t["xent"], spec) for t in train])
     assert _col(raw, "ppl") == (steps, [_f(t["ppl"], spec) for t in train])
     assert _col(raw, "acc") == (steps, [_f(t["acc"], spec) for t in train])
@@ -54,7 +54,7 @@ def test_step_lines_equal_what_opennmt_printed(name):
     assert detect(ONMT / f"{name}.log").name == "textlog"
 
 
-@pytest.mark.parametrize("name", ["train", "hot"])
+@pytest.mark.parametrize("name", ["train", "hot", "v1_train"])
 def test_validation_at_its_step_and_its_loss_is_ln_ppl(name):
     doc, raw = _doc(name), textlog.read(ONMT / f"{name}.log")
     valid = doc["valid"]
@@ -67,8 +67,11 @@ def test_validation_at_its_step_and_its_loss_is_ln_ppl(name):
         np.testing.assert_allclose(raw.columns["valid_xent"][1], measured, rtol=1e-12)
     else:
         assert "valid_xent" not in raw.columns
-    assert "Train perplexity" in raw.columns  # cumulative since the start: kept, not the loss
-    assert raw.meta["patterns"] == {"opennmt": len(doc["train"]), "opennmt_valid": 4 * len(valid)}
+    # 3.x also prints Train perplexity/accuracy (cumulative since the start: kept, not the loss); 1.x not
+    train_too = not doc["opennmt_py"].startswith("1.")
+    assert ("Train perplexity" in raw.columns) == train_too
+    per_validation = 4 if train_too else 2
+    assert raw.meta["patterns"] == {"opennmt": len(doc["train"]), "opennmt_valid": per_validation * len(valid)}
 
 
 def test_canonical_series_and_the_cap():
@@ -89,9 +92,10 @@ def test_canonical_series_and_the_cap():
 def test_judged_end_to_end_and_found_by_doctor(tmp_path, run_cli, name, code, rule):
     got, out, _ = run_cli("epoch", ONMT / f"{name}.log")
     assert got == code and rule in out, out
-    if name == "train":  # the same run under 2.3.0 (no validation on a CPU there)
-        got, out, _ = run_cli("epoch", ONMT / "v2_train.log")
-        assert got == 0 and "TP-PASS" in out, out
+    if name == "train":  # the same run under 2.3.0 (no validation on a CPU there) and 1.2.0
+        for old in ("v2_train.log", "v1_train.log"):
+            got, out, _ = run_cli("epoch", ONMT / old)
+            assert got == 0 and "TP-PASS" in out, (old, out)
     shutil.copy(ONMT / f"{name}.log", tmp_path / "train.log")
     shutil.copy(ONMT / f"{name}.log", tmp_path / "nohup.out")
     assert sorted(p.name for p, _ in discover(tmp_path, 10).logs) == ["nohup.out", "train.log"]

@@ -38,7 +38,7 @@ def _float(rng: random.Random) -> object:
 # some fit it; all must read alike.
 def _odd(rng: random.Random, step: int) -> str:
     row: dict[str, object] = {"step": step, "loss": _float(rng)}
-    kind = rng.randrange(22)
+    kind = rng.randrange(24)
     if kind == 0:
         row["loss"] = rng.choice([math.nan, math.inf, -math.inf])  # json.dumps writes bare tokens
     elif kind == 1:
@@ -81,6 +81,10 @@ def _odd(rng: random.Random, step: int) -> str:
         return "  " + json.dumps(row) + "  "
     elif kind == 20:
         row = dict(reversed(list(row.items())))
+    elif kind == 21:  # two objects on one line: one malformed line to a line reader (jsonl._typed_block)
+        return json.dumps(row) + rng.choice(["", " ", "\t", "\r"]) + json.dumps({"step": step, "loss": 1.5})
+    elif kind == 22:  # a line of whitespace only
+        return rng.choice([" ", "\t", "  \r", "\r"])
     return json.dumps(row)
 
 
@@ -143,10 +147,28 @@ def test_the_typed_path_is_taken_on_regular_lines(tmp_path: Path, monkeypatch: p
     rng = random.Random(1)
     path.write_text("".join(json.dumps({"step": i, "loss": _float(rng)}) + "\n" for i in range(3000)))
     calls = []
-    decode = typed.Template.decode
-    monkeypatch.setattr(typed.Template, "decode", lambda self, raw: calls.append(r := decode(self, raw)) or r)
+    decode = typed.Template.decode_lines
+    monkeypatch.setattr(typed.Template, "decode_lines",
+                        lambda self, raw, n: calls.append(r := decode(self, raw, n)) or r)
     jsonl.read(path)
     assert sum(r is not None for r in calls) > 10
+
+
+@pytest.mark.parametrize("blank", ["", "  ", "\t", "\r"])
+def test_a_blank_line_and_a_line_of_two_objects_in_one_block(blank: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The typed decoder reads a block where it lies and counts its rows against its lines:
+    a blank line (one row fewer) and a line holding two objects (one more) would cancel
+    out. A line reader skips the first and counts the second malformed; so must this."""
+    monkeypatch.setattr(jsonl, "BLOCK", 4096)  # ~100 lines a block: the first teaches the keys
+    lines = [json.dumps({"step": i, "loss": 1.0 / i}) for i in range(1, 400)]
+    lines[250] = blank
+    lines[260] = '{"step": 261, "loss": 9.0} {"step": 262, "loss": 8.0}'
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    fast, general = _both(jsonl.read, path, monkeypatch)
+    _same(fast, general)
+    assert fast.notes == ["1 malformed JSON line(s) skipped"] and fast.records == 397
 
 
 def test_columns_streamed_from_typed_rows_keep_gaps_and_nan_strings(tmp_path: Path,

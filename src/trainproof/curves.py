@@ -8,7 +8,7 @@ the first and last point and the point at every step a finding names."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -40,8 +40,12 @@ def thin(steps: np.ndarray, values: np.ndarray, buckets: int, keep: Sequence[flo
     if n <= 2 * buckets:
         return tuple(steps.tolist()), tuple(values.tolist())
     lo, hi = float(steps[0]), float(steps[-1])
-    col = _buckets(steps, lo, (hi - lo) or 1.0, buckets)
-    low, high = _extremes(values, col)
+    width = (hi - lo) or 1.0
+    starts, ascending = _stretches(_bucket_chunks(steps, lo, width, buckets))
+    if starts.size <= _STRETCHES and ascending:
+        low, high = _stretch_extremes(values, starts)
+    else:
+        low, high = _sorted_extremes(values, _buckets(steps, lo, width, buckets))
     cited = np.searchsorted(steps, np.asarray(keep, dtype=float), side="right") - 1
     idx = np.sort(np.concatenate([low, high, [0, n - 1], cited[cited >= 0]]))
     idx = idx[np.r_[True, idx[1:] != idx[:-1]]]  # np.unique, without its import of numpy.ma
@@ -54,13 +58,18 @@ def _buckets(steps: np.ndarray, lo: float, width: float, buckets: int) -> np.nda
     the size of the series (#14). Stored as int16 while every bucket fits (the buckets
     compare and sort alike; 10 MB for 5M points instead of 38)."""
     col = np.empty(steps.size, dtype=np.int16 if buckets <= _NARROW else np.int64)
-    for a in range(0, steps.size, CHUNK):
-        part = np.minimum(((steps[a: a + CHUNK] - lo) / width * buckets).astype(np.int64), buckets - 1)
+    for a, part in zip(range(0, steps.size, CHUNK), _bucket_chunks(steps, lo, width, buckets), strict=True):
         if col.dtype != part.dtype and part.size and part.min() < -_NARROW:  # unsorted steps far below
             # the first: the buckets as computed, in int64 (an int16 would wrap)
             col = col.astype(np.int64)
         col[a: a + CHUNK] = part
     return col
+
+
+def _bucket_chunks(steps: np.ndarray, lo: float, width: float, buckets: int) -> Iterator[np.ndarray]:
+    """The buckets of CHUNK points at a time, in int64."""
+    for a in range(0, steps.size, CHUNK):
+        yield np.minimum(((steps[a: a + CHUNK] - lo) / width * buckets).astype(np.int64), buckets - 1)
 
 
 _NARROW = (1 << 15) - 1  # the largest int16
@@ -73,34 +82,39 @@ def _all_finite(a: np.ndarray) -> bool:
     return all(bool(np.isfinite(a[i: i + CHUNK]).all()) for i in range(0, a.size, CHUNK))
 
 
-def _stretches(col: np.ndarray) -> tuple[np.ndarray, bool]:
-    """(np.flatnonzero(np.r_[True, col[1:] != col[:-1]]), np.all(col[1:] >= col[:-1])),
-    a chunk at a time: each chunk compared with the one element before it, so no
-    series-sized masks (#14)."""
-    starts, ascending = [np.zeros(1, dtype=np.intp)], True
-    for i in range(1, col.size, CHUNK):
-        a, b = col[i - 1: i - 1 + CHUNK], col[i: i + CHUNK]
-        a = a[: b.size]
-        starts.append(np.flatnonzero(b != a) + i)
+def _stretches(chunks: Iterable[np.ndarray]) -> tuple[np.ndarray, bool]:
+    """(np.flatnonzero(np.r_[True, col[1:] != col[:-1]]), np.all(col[1:] >= col[:-1])) of
+    the buckets `col` that `chunks` yields in order, each chunk compared with the element
+    before it: no series-sized masks, and no bucket array at all (#14: 10 MB at 5M points)."""
+    starts, ascending, at, last = [np.zeros(1, dtype=np.intp)], True, 0, None
+    for part in chunks:
+        if last is not None and part.size:
+            a, b = np.r_[last, part[:-1]], part
+        else:
+            a, b = part[:-1], part[1:]
+        starts.append(np.flatnonzero(b != a) + at + (part.size - b.size))
         ascending = ascending and bool(np.all(b >= a))
+        at += part.size
+        last = part[-1] if part.size else last
     return np.concatenate(starts), ascending
 
 
-def _extremes(values: np.ndarray, col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _sorted_extremes(values: np.ndarray, col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each bucket that has points, the index of its lowest value (the first of equal
     ones) and of its highest (the last of equal ones): what a stable sort by (bucket,
     value) puts first and last in each bucket."""
-    starts, ascending = _stretches(col)
-    if starts.size > _STRETCHES or not ascending:
-        order = np.lexsort((values, col))  # by bucket, then by value within the bucket
-        sorted_col = col[order]
-        first = np.flatnonzero(np.r_[True, sorted_col[1:] != sorted_col[:-1]])
-        last = np.r_[first[1:] - 1, col.size - 1]
-        return order[first], order[last]
-    # Steps ascend (a Series), so each bucket is one stretch of points: argmin / argmax of
-    # each stretch (the first of equal values; the last, reading backwards) instead of
-    # sorting 5M values (1.1 s a curve).
-    ends = np.r_[starts[1:], col.size]
+    order = np.lexsort((values, col))  # by bucket, then by value within the bucket
+    sorted_col = col[order]
+    first = np.flatnonzero(np.r_[True, sorted_col[1:] != sorted_col[:-1]])
+    last = np.r_[first[1:] - 1, col.size - 1]
+    return order[first], order[last]
+
+
+def _stretch_extremes(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """_sorted_extremes where the buckets ascend (a Series' steps), so each bucket is one
+    stretch of points beginning at `starts`: argmin / argmax of each stretch (the first of
+    equal values; the last, reading backwards) instead of sorting 5M values (1.1 s a curve)."""
+    ends = np.r_[starts[1:], values.size]
     low = np.empty(starts.size, dtype=np.intp)
     high = np.empty(starts.size, dtype=np.intp)
     for k, (a, b) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):

@@ -85,9 +85,14 @@ class Series:
         return np.isfinite(self.values)
 
     def finite_only(self) -> Series:
-        mask = self.finite
-        if mask.all():
+        import numpy as np
+
+        v = self.values
+        # A NaN makes the minimum NaN, an infinity an extreme infinite: a finite series
+        # is known finite without its mask (a 5M-point temporary per call, #14).
+        if not v.size or (np.isfinite(v.min()) and np.isfinite(v.max())):
             return self
+        mask = self.finite
         return Series(self.name, self.steps[mask], self.values[mask])
 
 

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from trainproof.model import Run
-from trainproof.stats import CHUNK
+from trainproof.stats import CHUNK, all_finite, first_where, where
 
 # Two logged LR values within this share of each other are the same LR: loggers round
 # (HF text logs print "2e-05", 1-3 significant digits), so a schedule that is flat or
@@ -85,9 +85,12 @@ def _read(run: Run) -> Schedule:
     lr = run.get("lr")
     if lr is None:
         return Schedule(None, None, (), (), planned, last)
-    ok = np.isfinite(lr.values)
-    steps, values = (lr.steps, lr.values) if ok.all() else (lr.steps[ok], lr.values[ok])
-    if values.size == 0 or not np.any(values > 0):
+    if all_finite(lr.values):  # no 5M-point mask on a finite LR (#14)
+        steps, values = lr.steps, lr.values
+    else:
+        ok = np.isfinite(lr.values)
+        steps, values = lr.steps[ok], lr.values[ok]
+    if values.size == 0 or not values.max() > 0:  # finite values: max > 0 iff any is
         return Schedule(None, None, (), (), planned, last)
     peak = float(values.max())
     moves = _moves(values)  # one pass, read by warm-up and restarts alike
@@ -137,12 +140,13 @@ def _warmup(values: np.ndarray, moves: np.ndarray | None = None) -> tuple[int | 
     is seen only when that prefix ends higher than it began."""
     n = values.size
     moves = _moves(values) if moves is None else moves
-    downs = np.flatnonzero(moves < 0)
-    j = int(downs[0]) if downs.size else n - 1  # last index of the prefix
+    down = first_where(moves, lambda m: m < 0)  # chunked: no series-sized masks (#14)
+    j = down if down >= 0 else n - 1  # last index of the prefix
     top = float(values[: j + 1].max())
-    if not np.any(moves[:j] > 0):
+    if not (j and moves[:j].max() > 0):
         return None, False  # no rise: the first logged LR is already the initial peak
-    first = int(np.flatnonzero(values[: j + 1] >= top * (1.0 - SAME_LR))[0])
+    near = top * (1.0 - SAME_LR)
+    first = first_where(values[: j + 1], lambda v: v >= near)
     # Still rising at the end: the prefix runs to the last point and that point is above the
     # first one at the peak. A long warm-up logged every step moves by less than SAME_LR per
     # point near its top, so the last move alone cannot say it; a constant LR after warm-up
@@ -154,7 +158,7 @@ def _warmup(values: np.ndarray, moves: np.ndarray | None = None) -> tuple[int | 
 def _restarts(values: np.ndarray, start: int, moves: np.ndarray | None = None) -> list[int]:
     """Indices after `start` where the LR rises and the last move before it was a fall."""
     moves = (_moves(values) if moves is None else moves)[start:]
-    idx = np.flatnonzero(moves)
+    idx = where(moves, lambda m: m != 0)  # chunked: no 5M-point mask beside `moves` (#14)
     if idx.size < 2:
         return []
     signs = moves[idx]
@@ -166,7 +170,7 @@ def _zero_touches(values: np.ndarray) -> list[int]:
     """Single logged points at exactly 0 (neighbours, where they exist, above 0) in a
     series that has positive values: the point where a schedule passes through 0 (a
     warm-up from 0, a decay to 0, a cycle's trough), not a stretch spent at lr = 0."""
-    at = np.flatnonzero(values == 0.0)  # the zeros, then their neighbours: no series-sized masks
+    at = where(values, lambda v: v == 0.0)  # the zeros, then their neighbours: no series-sized masks
     before = np.zeros(at.size, dtype=bool)
     after = np.zeros(at.size, dtype=bool)
     inner = at > 0

@@ -4,7 +4,7 @@ that decide verdicts are passed in from the rule declarations."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -80,8 +80,11 @@ def _bracketed(parts: Iterable[np.ndarray], n: int, sample: np.ndarray) -> Any:
     m, margin = srt.size, int(_MARGIN * np.sqrt(srt.size)) + _MARGIN
     lo = srt[max(0, first * m // n - margin)]
     hi = srt[min(m - 1, k * m // n + margin)]
-    below = at_lo = at_hi = 0
-    kept = []
+    below = at_lo = at_hi = used = 0
+    # Room for every value, written a chunk at a time: only the pages written are memory,
+    # and the kept values are not held twice (a list of parts, then their concatenation:
+    # 2 x 5 MB at the peak of a 5M-point median, #14).
+    inside = np.empty(n)
     for part in parts:
         if np.isnan(part).any():
             return np.float64(np.nan)
@@ -89,8 +92,10 @@ def _bracketed(parts: Iterable[np.ndarray], n: int, sample: np.ndarray) -> Any:
         at_lo += int(np.count_nonzero(part == lo))
         if hi > lo:  # ties at either end are counted, not kept (a series of equal steps)
             at_hi += int(np.count_nonzero(part == hi))
-            kept.append(part[(part > lo) & (part < hi)])
-    inside = np.concatenate(kept) if kept else np.empty(0)
+            got = part[(part > lo) & (part < hi)]
+            inside[used: used + got.size] = got
+            used += got.size
+    inside = inside[:used]
     ranks = [r - below - at_lo for r in (first, k)]
     if first < below or k >= below + at_lo + inside.size + at_hi:
         return None
@@ -103,6 +108,44 @@ def _bracketed(parts: Iterable[np.ndarray], n: int, sample: np.ndarray) -> Any:
 
     top = value(ranks[1])
     return np.float64(top + 0.0) if n % 2 else np.float64((value(ranks[0]) + top + 0.0) / 2)
+
+
+_COUNTED = 1024  # windows at least this long are first tested by counting (above_median)
+
+
+def above_median(x: float, window: np.ndarray, bar: float) -> bool:
+    """float(x - median(window)) > bar, for finite values, mostly without the median
+    (#14: gradients._drop_end's ~80 medians of 500k-point windows were a third of
+    judging a 5M-line log).
+    x - med rounds monotonically, so the test holds for every median at or below a value
+    L where it holds and fails for every one at or above a value U where it fails (L, U:
+    x - bar and its float neighbours). The median lies between the middle order
+    statistics, so counting the values at or below L (enough of them: the upper middle
+    one is at most L) or below U (few enough: the lower middle one is at least U)
+    decides it in one or two passes; near the bar, or far out of range (a sum of two
+    middles could overflow), the median is taken."""
+    n = window.size
+    t = x - bar
+    if n >= _COUNTED and np.isfinite(t) and abs(t) < 1e307:
+        low = high = t
+        for _ in range(4):  # a few ulps at most: x - (x - bar) is bar, give or take rounding
+            if float(x - low) > bar:
+                break
+            low = np.nextafter(low, -np.inf)
+        else:
+            low = None
+        for _ in range(4):
+            if not float(x - high) > bar:
+                break
+            high = np.nextafter(high, np.inf)
+        else:
+            high = None
+        k = n // 2
+        if low is not None and np.count_nonzero(window <= low) >= k + 1:
+            return True  # the upper middle value, so the median, is at most low
+        if high is not None and np.count_nonzero(window < high) <= (k - 1 if n % 2 == 0 else k):
+            return False  # the lower middle value, so the median, is at least high
+    return float(x - median(window)) > bar
 
 
 def diff_median(values: np.ndarray, n: int, log: bool) -> Any:
@@ -220,6 +263,53 @@ def robust_median(values: np.ndarray) -> float:
     return float(median(values)) if values.size else float("nan")
 
 
+def all_finite(values: np.ndarray) -> bool:
+    """np.isfinite(values).all() without the series-sized mask (#14): a NaN makes the
+    minimum NaN, an infinity the minimum or the maximum infinite."""
+    return not values.size or bool(np.isfinite(values.min()) and np.isfinite(values.max()))
+
+
+def increasing(values: np.ndarray) -> bool:
+    """bool(np.all(values[1:] > values[:-1])), a chunk at a time (each chunk with the
+    element before it): no series-sized mask (#14)."""
+    for lo in range(0, values.size - 1, CHUNK):
+        part = values[lo: lo + CHUNK + 1]
+        if not np.all(part[1:] > part[:-1]):
+            return False
+    return True
+
+
+def where(values: np.ndarray, test: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """np.flatnonzero(test(values)), a chunk at a time: only the indices are series-sized."""
+    found = [np.flatnonzero(test(values[lo: lo + CHUNK])) + lo for lo in range(0, values.size, CHUNK)]
+    return np.concatenate(found) if found else np.empty(0, dtype=np.intp)
+
+
+def first_where(values: np.ndarray, test: Callable[[np.ndarray], np.ndarray]) -> int:
+    """np.flatnonzero(test(values))[0], or -1: `test` (elementwise) applied a chunk at a
+    time, stopping at the first chunk that holds a hit - no series-sized mask (#14)."""
+    for lo in range(0, values.size, CHUNK):
+        hit = test(values[lo: lo + CHUNK])
+        if hit.any():
+            return lo + int(hit.argmax())
+    return -1
+
+
+def last_where(values: np.ndarray, test: Callable[[np.ndarray], np.ndarray]) -> int:
+    """np.flatnonzero(test(values))[-1], or -1: first_where from the end."""
+    for hi in range(values.size, 0, -CHUNK):
+        lo = max(0, hi - CHUNK)
+        hit = test(values[lo:hi])
+        if hit.any():
+            return hi - 1 - int(hit[::-1].argmax())
+    return -1
+
+
+def count_where(values: np.ndarray, test: Callable[[np.ndarray], np.ndarray]) -> int:
+    """int(test(values).sum()) a chunk at a time."""
+    return sum(int(np.count_nonzero(test(values[lo: lo + CHUNK]))) for lo in range(0, values.size, CHUNK))
+
+
 def first_index(mask: np.ndarray) -> int:
     idx = np.flatnonzero(mask)
     return int(idx[0]) if idx.size else -1
@@ -305,20 +395,25 @@ def trailing_median_at(values: np.ndarray, window: int, idx: np.ndarray) -> tupl
 
 
 def trailing_median_where(values: np.ndarray, window: int, factor: float,
-                          mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                          mask: np.ndarray | Callable[[int, int], np.ndarray]
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(indices, trailing median there, count there) at the points of `mask` that may lie
     above `factor` (> 0) x their trailing median: every such point is among the indices.
     A point above `factor` x a window's median is above `factor` x its least value (a
     median is never below it), so one pass per window position leaves a few candidates
-    instead of a window sorted for each of 5M points."""
-    if factor > 0:  # a chunk at a time, each with the window before it (as recovery._candidates)
-        hot = np.empty(values.size, dtype=bool)
-        for lo in range(0, values.size, CHUNK):
-            hi, first = min(lo + CHUNK, values.size), max(0, lo - window)
+    instead of a window sorted for each of 5M points. `mask` may be a function giving
+    the mask of points lo:hi, asked a chunk at a time: then no series-sized array is
+    made at all (#14: two 5 MB masks at once)."""
+    found = []
+    for lo in range(0, values.size, CHUNK):  # each chunk with the window before it (as recovery._candidates)
+        hi = min(lo + CHUNK, values.size)
+        hot = mask(lo, hi) if callable(mask) else mask[lo:hi]
+        if factor > 0:
+            first = max(0, lo - window)
             low = trailing_min(values[first:hi], window)[lo - first:]
-            hot[lo:hi] = mask[lo:hi] & (values[lo:hi] > factor * low)
-        mask = hot
-    cand = np.flatnonzero(mask)
+            hot = hot & (values[lo:hi] > factor * low)
+        found.append(np.flatnonzero(hot) + lo)
+    cand = np.concatenate(found) if found else np.empty(0, dtype=np.intp)
     return (cand, *trailing_median_at(values, window, cand))
 
 

@@ -24,6 +24,7 @@ from trainproof.parsers.base import Format, RawLog, read_text_head
 from trainproof.parsers.columns import CANONICAL, choose, heldout_quality
 from trainproof.parsers.compressed import compression, is_archive, logical_name, open_log, stream_notes
 from trainproof.parsers.stores import Store, read_selected
+from trainproof.stats import increasing
 
 FORMATS: dict[str, Format] = {}
 DirSniff = Callable[[Path], bool]
@@ -277,11 +278,11 @@ def _ordered(name: str, steps: np.ndarray, values: np.ndarray) -> tuple[Series, 
     without a step, and the boundaries found (kind, the step the counter went back from and
     to, points replaced; the first and last _KEPT_BOUNDARIES of them) and how many there were."""
     nan_steps = 0
-    if np.isnan(steps).any():
+    if steps.size and np.isnan(steps.min()):  # a NaN makes the minimum NaN: no mask unless one is there
         keep = ~np.isnan(steps)
         nan_steps = int((~keep).sum())
         steps, values = steps[keep], values[keep]
-    if steps.size < 2 or bool(np.all(steps[1:] > steps[:-1])):
+    if steps.size < 2 or increasing(steps):  # chunked: no 5M-point mask per column (#14)
         return Series(name, steps, values), 0, nan_steps, [], 0
     starts = np.flatnonzero(steps[1:] <= steps[:-1]) + 1
     if bool(np.all(steps[starts] == steps[starts - 1])) and bool(

@@ -158,6 +158,8 @@ def read(path: Path) -> RawLog:
             else:
                 reader.row(cells)
     if reader is None:
-        raise InputError(f"{path}: empty file")
+        # every line over the cap is not an empty file: say which it was
+        raise InputError(f"{path}: every line is over {MAX_LINE >> 10} KiB, not a Flair loss.tsv" if bad
+                         else f"{path}: empty file")
     return RawLog(reader.cols.arrays(), reader.records, notes=reader.notes(bad), meta=reader.meta(),
                   step_column="EPOCH")

@@ -8,7 +8,13 @@ entry, so the list is read from the file and decoded in slices of a few MB cut a
 entry boundaries and turned into columns slice by slice (_Stream); a slice of plain
 numbers becomes one float matrix (typed.Template.numbers). Anything unusual about the
 text (nested values, braces in strings) makes a slice fail to parse, and then the
-whole document is decoded in one piece instead: slower, never wrong."""
+whole document is decoded in one piece instead: slower, never wrong.
+
+Every entry is told a summary or a point on its own (`is_summary`), wherever it sits: the
+summary is usually the last entry, but `trainer.evaluate()` after `train()` (one entry per
+eval set) and `save_state()` put entries after it. Only a slice's last three entries used
+to be looked at, so a summary followed by three or more entries was read as a loss point -
+or not, depending on whether a 4 MB cut fell just after it."""
 
 from __future__ import annotations
 
@@ -182,7 +188,9 @@ def _chunks(stream: _Stream, template: Template) -> Iterator[Chunk]:
         raise _Irregular from None
     # Learnt before read() would, the first slice's keys let its columns come from the
     # matrix too: its rows converted once instead of again as dicts, column by column.
-    if set(map(type, decoded)) == {dict} and not any(map(is_summary, decoded[-3:])):
+    # Every entry is looked at (a summary can sit anywhere): one with a summary goes the
+    # general way, where the summary is told apart and its keys are not learnt.
+    if set(map(type, decoded)) == {dict} and not any(map(is_summary, decoded)):
         template.learn(decoded)  # what read() learns from these rows, all of them points
         matrix = template.numbers(first)
         if matrix is not None and _fits(matrix, template):
@@ -202,7 +210,7 @@ def _chunks(stream: _Stream, template: Template) -> Iterator[Chunk]:
             yield matrix, False, MATRIX
             continue
         typed = template.decode(raw)
-        if typed is not None and not _maybe_summary(typed[-3:], template):
+        if typed is not None and not _maybe_summary(typed, template):
             yield typed, False, TYPED
         else:
             text = bytes(raw)
@@ -218,8 +226,11 @@ def _split_last(stream: _Stream, raw: memoryview, template: Template) -> list[Ch
     decoded the general way, or None: read it whole, as the other slices. It holds the
     summary, whose keys no earlier row had, so as a whole it goes the general way (~0.06 s
     a 4 MB slice). Split only where that reads alike: no row before the three can be a
-    summary (each has a loss or an eval loss), and the first of the three has a step of
-    its own (one without would inherit the previous row's)."""
+    summary (_fits, as for any matrix), and the first of the three has a step of its own
+    (one without would inherit the previous row's). The three are told a summary or a
+    point one by one, as every general entry is; a summary further up (entries after it:
+    evaluate() on several sets) makes the matrix refuse or decline, and the slice is read
+    whole."""
     end = len(raw)
     marks = list(_BOUNDARY.finditer(stream.buf, max(1, end - 65536), end - 1))
     if len(marks) < 4:
@@ -237,30 +248,36 @@ def _split_last(stream: _Stream, raw: memoryview, template: Template) -> list[Ch
     stream.buf[at.start() + 1] = 0x5D  # ]
     matrix = template.numbers(raw[:at.start() + 2])
     stream.buf[at.start() + 1] = kept
-    if matrix is None or not _fits(matrix, template, rows=len(matrix)):
+    if matrix is None or not _fits(matrix, template):
         return None
     return [(matrix, False, MATRIX), (tail, may_have_bools(last), GENERAL)]
 
 
 def _maybe_summary(rows: list[Any], template: Template) -> bool:
-    """Could one of these typed entries be the summary? Typed rows read a null and a missing
-    key alike, so any entry without a loss value leaves the slice to the general path,
-    where is_summary decides."""
+    """Could one of these typed entries be a summary? The decoder refuses keys it was not
+    taught, so without a run-total key in the template none can. Otherwise typed rows read
+    a null and a missing key alike, so any entry without a loss value leaves the slice to
+    the general path, where is_summary decides."""
+    if not any(k in template.keys for k in _RUN_TOTALS):
+        return False
     losses = [template.column(rows, k) for k in _POINT_KEYS]
     return any(all(v is None for v in cells) for cells in zip(*losses, strict=True))
 
 
-def _fits(matrix: Any, template: Template, rows: int = 3) -> bool:
+def _fits(matrix: Any, template: Template) -> bool:
     """Can rows.add_matrix take this slice? Every entry has a step (a missing one would be
-    inherited, which add_columns does) and none of the last `rows` entries can be the
-    summary (_maybe_summary's test: no loss value of either kind). No cell is infinite:
-    msgspec refuses NaN, Infinity, 1e999 and an integer past float64's range."""
+    inherited, which add_columns does) and no entry, wherever it sits, can be a summary:
+    _maybe_summary's test as a column test over the rows (no loss value of either kind,
+    where the template has a run-total key). A NaN is a null or a missing key alike, so
+    such a row leaves the slice to the general path, where is_summary decides. No cell is
+    infinite: msgspec refuses NaN, Infinity, 1e999 and an integer past float64's range."""
     keys = template.keys
     if "step" not in keys or np.isnan(matrix[:, keys.index("step")]).any():
         return False
-    tail = matrix[-rows:]
-    gaps = [np.isnan(tail[:, keys.index(k)]) for k in _POINT_KEYS if k in keys]
-    return bool(gaps) and not np.logical_and.reduce(gaps).any()
+    if not any(k in keys for k in _RUN_TOTALS):  # numbers() refused any row with one
+        return True
+    points = [keys.index(k) for k in _POINT_KEYS if k in keys]
+    return bool(points) and not np.isnan(matrix[:, points]).all(axis=1).any()
 
 
 def _whole(data: bytes) -> tuple[dict[str, Any], Iterator[Chunk]]:
@@ -323,8 +340,8 @@ def _read(path: Path, entries: Callable[[], tuple[dict[str, Any] | None, Iterato
                 continue
             rows = entries_ if set(map(type, entries_)) == {dict} else [e for e in entries_ if type(e) is dict]
             not_objects += len(entries_) - len(rows)
-            points = [e for e in rows if not is_summary(e)] if any(map(is_summary, rows[-3:])) else rows
-            if len(points) != len(rows):
+            points = [e for e in rows if not is_summary(e)]
+            if len(points) != len(rows):  # the last summary of the history is the run's
                 summary = next(e for e in reversed(rows) if is_summary(e))
             add_rows(points, cols, records, "step", bools)
             records += len(points)

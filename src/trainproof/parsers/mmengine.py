@@ -13,10 +13,16 @@ iteration to the epoch at every validation and the step counter was re-based eac
 
 Read here: train lines at their `step`; `time` read as `step_time`; validation lines
 (no `iter`) apart, their keys without a `/` prefixed `val/` (their `time`/`data_time`
-are not the training loop's; a `loss` becomes `val/loss`, the eval loss), placed at the
-iteration where their epoch ended in an epoch-based log, at their own step otherwise
-(a step below the iterations already logged is an epoch number even where the train
-lines carry no `epoch`: placed at the last iteration logged before it).
+are not the training loop's; a `loss` becomes `val/loss`, the eval loss). Each goes
+where it ran: at its own step in an iter-based log (the iteration); where its step is
+an epoch count (runner.epoch, the epochs COMPLETED), at the iteration that epoch ended
+when it is the epoch the train lines before it were in (validation after an epoch), and
+otherwise at the last iteration logged before it (0 when none was): a count below that
+epoch means the validation ran inside an epoch - an IterBasedTrainLoop never advances
+runner.epoch, so with the by-epoch defaults every train line carries `epoch` 1 and every
+validation step 0, wherever it ran. A step below the iterations already logged is an
+epoch count even where the train lines carry no `epoch`: also placed at the last
+iteration logged before it. No validation line is dropped.
 An epoch's end is E * L when every epoch's first logged iteration is L after the
 previous one's (fixed-length epochs, logged every `interval` inner iterations); else
 the last iteration logged in that epoch; a note says which."""
@@ -42,10 +48,22 @@ _NAMES = re.compile(r"(scalars|\d{8}_\d{6})\.json")
 
 
 def sniff(name: str, head: bytes) -> bool:
+    """A train line among the head's first 20 lines, after nothing but validation lines (a
+    validation can be written before the first train line: one every 25 iterations, a train
+    line every 30)."""
     if _NAMES.fullmatch(name) is None:
         return False
-    row = first_row(head)
-    return isinstance(row, dict) and row.keys() >= _TRAIN_KEYS
+    for line in head.splitlines()[:20]:
+        row = first_row(line)
+        if row is None:  # not an object, or torn: first_row's rule, line by line
+            continue
+        if not isinstance(row, dict) or "step" not in row:
+            return False
+        if row.keys() >= _TRAIN_KEYS:
+            return True
+        if "iter" in row:  # not a validation line either
+            return False
+    return False
 
 
 class _Epochs:
@@ -55,6 +73,7 @@ class _Epochs:
         self.first: dict[int, float] = {}
         self.last: dict[int, float] = {}
         self.seen: float = 0.0  # the last train step read so far
+        self.seen_epoch: int | None = None  # and its `epoch` (None before any, or without one)
 
     def add(self, rows: list[dict[str, Any]]) -> None:
         for r in rows:
@@ -108,7 +127,7 @@ def per_iteration(row: dict[str, Any]) -> None:
 def read(path: Path) -> RawLog:
     require_file(path)
     cols, tally, epochs = Columns(), Tally(), _Epochs()
-    evals: list[tuple[dict[str, Any], float]] = []  # (row, last train step before it): one per validation
+    evals: list[_Eval] = []  # one per validation
     half_written = read_rows(path, tally, lambda rows: _take(rows, cols, tally, epochs, evals))
     notes = _place_evals(evals, epochs, cols)
     arrays = cols.arrays()
@@ -118,8 +137,12 @@ def read(path: Path) -> RawLog:
                   step_column="step")
 
 
+# a validation row (keys renamed), the last train step and that line's `epoch` read before it
+_Eval = tuple[dict[str, Any], float, int | None]
+
+
 def _take(rows: list[dict[str, Any]], cols: Columns, tally: Tally, epochs: _Epochs,
-          evals: list[tuple[dict[str, Any], float]]) -> None:
+          evals: list[_Eval]) -> None:
     train = []
     for r in rows:
         if "iter" in r:
@@ -127,32 +150,43 @@ def _take(rows: list[dict[str, Any]], cols: Columns, tally: Tally, epochs: _Epoc
             train.append(r)
             if type(r.get("step")) in (int, float):
                 epochs.seen = r["step"]
+                epochs.seen_epoch = r["epoch"] if type(r.get("epoch")) is int else None
         else:
-            evals.append(({k if k == "step" or "/" in k else f"val/{k}": v for k, v in r.items()}, epochs.seen))
+            evals.append(({k if k == "step" or "/" in k else f"val/{k}": v for k, v in r.items()},
+                          epochs.seen, epochs.seen_epoch))
     add_rows(train, cols, tally.records, "step")
     epochs.add(train)
     tally.records += len(rows)
 
 
-def _place_evals(evals: list[tuple[dict[str, Any], float]], epochs: _Epochs, cols: Columns) -> list[str]:
+def _place_evals(evals: list[_Eval], epochs: _Epochs, cols: Columns) -> list[str]:
     """Add the validation rows at the iteration they were made at; the notes that say how."""
     if not evals:
         return []
     if epochs.first:
         ends, how = epochs.ends()
-        where = [ends.get(r.get("step")) for r, _ in evals]  # type: ignore[arg-type]
-        said = f"placed at the iteration the epoch ended, from {how}"
-    elif any(type(r.get("step")) in (int, float) and r["step"] < before for r, before in evals):
+        where, inside = [], 0
+        for r, before, epoch in evals:
+            step = r.get("step")
+            if epoch is not None and step == epoch:  # after the epoch the train lines before it were in
+                where.append(ends.get(step, before))
+            else:  # a lower count: inside an epoch (or before any train line)
+                where.append(before)
+                inside += 1
+        notes = ["validation lines carry an epoch count as their step"
+                 + (f": placed at the iteration the epoch ended, from {how}" if inside < len(evals) else "")]
+        if inside:
+            notes.append(f"{inside} validation line(s) whose epoch count is not the epoch of the train lines "
+                         "before them (validation inside an epoch; an iter-based loop counts no epochs) "
+                         "placed at the last iteration logged before each (0 before the first)")
+    elif any(type(r.get("step")) in (int, float) and r["step"] < before for r, before, _ in evals):
         # no `epoch` on the train lines, yet steps below the iterations already logged:
-        # epoch numbers all the same; the epoch ended at or after the last train line
-        where = [before for _, before in evals]
-        said = "placed at the last iteration logged before each (the train lines carry no epoch)"
+        # epoch counts all the same; the validation ran at or after the last train line
+        where = [before for _, before, _ in evals]
+        notes = ["validation lines carry an epoch count as their step: placed at the last iteration logged "
+                 "before each (the train lines carry no epoch)"]
     else:  # iter-based: a validation line's step is the iteration
-        add_rows([r for r, _ in evals], cols, 0, "step")
+        add_rows([r for r, _, _ in evals], cols, 0, "step")
         return ["validation lines at their own step (an iter-based log: the iteration)"]
-    placed = [{**r, "step": at} for (r, _), at in zip(evals, where, strict=True) if at is not None]
-    add_rows(placed, cols, 0, "step")
-    notes = [f"validation lines carry the epoch number as their step: {said}"]
-    if len(placed) < len(evals):
-        notes.append(f"{len(evals) - len(placed)} validation line(s) for an epoch without logged training ignored")
+    add_rows([{**r, "step": at} for (r, _, _), at in zip(evals, where, strict=True)], cols, 0, "step")
     return notes

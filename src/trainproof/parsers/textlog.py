@@ -169,7 +169,18 @@ def read(path: Path) -> RawLog:
 def _nothing_read(path: Path, s: Scanner) -> str:
     if not s.unmatched:
         return f"{path}: empty text log (no lines)"
-    shown = "; ".join(repr(x) for x in s.samples)
     known = ", ".join(sorted({p.name.split("_")[0] for p in PATTERNS}))
+    if s.samples and all(_garbled(x) for x in s.samples):
+        # quoting binary bytes back helps no one: say what the file is
+        return (f"{path}: not a text log: its lines are not readable text (binary or another "
+                f"encoding); the known training-log patterns are {known}")
+    shown = "; ".join(repr(x) for x in s.samples)
     return (f"{path}: no line of this text log matches a known training-log pattern ({known}); "
             f"{s.unmatched} line(s), e.g. {shown}; pass --format for a structured log")
+
+
+def _garbled(sample: str) -> bool:
+    """A line a quarter or more of whose characters are undecodable bytes or control characters."""
+    bad = sum(1 for c in sample if c == "\ufffd" or (not c.isprintable() and c != "\t"))
+    return bad * 4 >= max(len(sample), 1)
+

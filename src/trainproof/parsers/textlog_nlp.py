@@ -17,7 +17,21 @@ a term of it: Tok2Vec.update adds the squared sum of the gradients its listeners
 back, a gradient size. So `loss` here = the sum of the task components' printed losses
 divided by the updates since the previous row (the objective per update); every printed
 column is kept as printed. The score columns (ENTS_F, TAG_ACC, CATS_SCORE, ...: x 100)
-and SCORE (the weighted score, 0-1) are evaluation scores, not losses."""
+and SCORE (the weighted score, 0-1) are evaluation scores, not losses.
+
+spaCy v2 (`spacy/cli/train.py`, 2.x): a heading of the pipeline's columns (`Itn  Tag Loss
+Tag %  Dep Loss  UAS  LAS  NER Loss  NER P  NER R  NER F  Textcat Loss  Textcat  Token %
+CPU WPS`, `Beam W.` second with --beam-width, `GPU WPS` last on a GPU), right-aligned
+under a rule of dashes as wide as each name, then one row per iteration (a full pass over
+the training data) after its evaluation: Itn from 1, each loss `{:.3f}`, the dev scores
+(x 100) and words per second. A row's losses are summed over the iteration's updates
+(train() resets its `losses` dict every iteration). The tagger's and the greedy parser's
+and NER's losses are sums over tokens and transitions, so an iteration's sum does not
+depend on how the compounding batch size splits it; textcat's (pipes.pyx get_loss) is a
+mean per batch of (error / batch size)^2, its sum follows the number of batches, which the
+growing batch size slowly lowers. So step = Itn (kept as `epoch` too: iterations
+completed), `loss` = the sum of the printed losses, every printed column kept under its
+heading's name."""
 
 from __future__ import annotations
 
@@ -39,6 +53,7 @@ _SPACY_NOTE = ("spaCy: step = the # column (updates from 0), E kept as `epoch`; 
 def _spacy_heading(m: re.Match[str], state: State) -> Hit | None:
     state["spacy_heading"] = m.string.rstrip()
     state.pop("spacy_cols", None)  # a new table (another `spacy train` in the same output)
+    state.pop("spacy2_cols", None)
     return None
 
 
@@ -50,9 +65,14 @@ def _spacy_rule(m: re.Match[str], state: State) -> Hit | None:
     # each name of the heading lies inside its column's run of dashes (names are left-aligned,
     # cells right-aligned, in the same widths): split there, `LOSS NER` stays one name
     cols = [heading[d.start():d.end()].strip() for d in _SPACY_RULE.finditer(rule)]
-    if cols[:2] == ["E", "#"] and all(cols) and len(set(cols)) == len(cols):
+    if not all(cols) or len(set(cols)) != len(cols):
+        return None
+    if cols[:2] == ["E", "#"]:
         state["spacy_cols"] = cols
         state.setdefault("spacy_step", -1.0)  # a second table's step 0 says its run is another
+    elif cols[0] == "Itn" and len(cols) > 1:  # spaCy v2
+        state["spacy2_cols"] = cols
+        state.setdefault("spacy2_itn", 0.0)
     return None
 
 
@@ -74,6 +94,31 @@ def _spacy_row(m: re.Match[str], state: State) -> Hit | None:
         values.append(("loss", sum(p for p in parts if p is not None) / (step - before)))
     say(state, _SPACY_NOTE)
     return Hit(values, step)
+
+
+# the v2 columns whose printed value is a component's loss summed over the iteration
+SPACY2_LOSSES = frozenset({"Tag Loss", "Dep Loss", "NER Loss", "Textcat Loss"})
+_SPACY2_NOTE = ("spaCy v2: step = Itn (iterations, each a full pass over the training data; kept as `epoch`); "
+                "`loss` = the printed Tag/Dep/NER/Textcat losses summed (each summed over the iteration's updates)")
+
+
+def _spacy2_row(m: re.Match[str], state: State) -> Hit | None:
+    cols = state.get("spacy2_cols")
+    cells = m.group(0).split()
+    if cols is None or len(cells) != len(cols):
+        return None
+    itn = float(cells[0])
+    if itn <= state["spacy2_itn"]:  # the count went back: the rows before were another run's
+        say(state, "spaCy's iteration count went back {n} time(s): this output holds more than one run, "
+                   "on one step axis")
+    state["spacy2_itn"] = itn
+    values: list[tuple[str, Value]] = [("epoch", cells[0])]
+    values += [(c, v) for c, v in zip(cols[1:], cells[1:], strict=True)]
+    parts = [_number(v) for c, v in values if c in SPACY2_LOSSES]
+    if parts and None not in parts:
+        values.append(("loss", sum(p for p in parts if p is not None)))
+    say(state, _SPACY2_NOTE)
+    return Hit(values, itn)
 
 
 def _number(v: Value) -> float | None:
@@ -185,10 +230,15 @@ def _flair_eval(m: re.Match[str], state: State) -> Hit | None:
 NLP_PATTERNS: tuple[Pattern, ...] = (
     Pattern("spacy_heading", b"#", re.compile(r"^ *E {2,}# {2,}\S"), _spacy_heading, "",
             "spaCy v3 spacy/training/loggers.py console_logger"),
-    Pattern("spacy_rule", b"--- ", re.compile(r"^ *-{3} {2}-{6}(?: {2}-+)+ *$"), _spacy_rule, "",
-            "spaCy v3 spacy/training/loggers.py console_logger"),
+    Pattern("spacy2_heading", b"Itn  ", re.compile(r"^ *Itn {2,}\S"), _spacy_heading, "",
+            "spaCy v2 spacy/cli/train.py"),
+    # v3's rule (`---  ------  ...`) and v2's (`---  ---------  ...`): the heading before it says which
+    Pattern("spacy_rule", b"--- ", re.compile(r"^ *-{3}(?: {2}-+)+ *$"), _spacy_rule, "",
+            "spaCy v2 spacy/cli/train.py, v3 spacy/training/loggers.py console_logger"),
     Pattern("spacy", b".", re.compile(r"^ *\d+ +\d+(?: +\S+)+ *$"), _spacy_row,
             "the # column (updates from 0)", "spaCy v3 spacy/training/loggers.py console_logger"),
+    Pattern("spacy2", b".", re.compile(r"^ *\d+(?: +\S+)+ *$"), _spacy2_row,
+            "the Itn column (iterations from 1)", "spaCy v2 spacy/cli/train.py"),
     Pattern("opennmt", b"xent:", re.compile(r"\bStep +(\d+)(?:/ *(\d+))?;(.*)$"), _onmt_step,
             "N of `Step N/M`", "OpenNMT-py onmt/utils/statistics.py Statistics.output"),
     Pattern("opennmt_valid", b"y: ",  # `perplexity: `, `accuracy: `

@@ -60,12 +60,13 @@ class Template:
     """The keys seen so far and a decoder for lists of rows made of those keys only
     (built when first needed: a log read in one block never imports msgspec)."""
 
-    __slots__ = ("_decoder", "_getters", "_numeric", "keys")
+    __slots__ = ("_decoder", "_getters", "_lines", "_numeric", "keys")
 
     def __init__(self) -> None:
         self.keys: tuple[str, ...] = ()
         self._decoder: Any = None
         self._numeric: Any = None
+        self._lines: Any = None  # the same row type, for newline-delimited text
         self._getters: dict[str, attrgetter[Any]] = {}
 
     def learn(self, rows: Iterable[dict[str, Any]]) -> None:
@@ -78,7 +79,7 @@ class Template:
         if not new or len(known) + len(new) > MAX_KEYS or not all(type(k) is str for k in new):
             return
         self.keys = (*self.keys, *sorted(new))
-        self._decoder = self._numeric = None
+        self._decoder = self._lines = self._numeric = None
         self._getters = {k: attrgetter(f"f{i}") for i, k in enumerate(self.keys)}
 
     def decode(self, array_text: bytes) -> list[Any] | None:
@@ -87,7 +88,7 @@ class Template:
             return None
         ms = _msgspec()
         if self._decoder is None:
-            self._decoder = self._make(_CELL)
+            self._build(ms)
         try:
             return self._decoder.decode(array_text)
         except (ms.DecodeError, ms.ValidationError):
@@ -110,7 +111,7 @@ class Template:
             return None
         ms = _msgspec()
         if self._numeric is None:
-            self._numeric = self._make(_NUMBER, math.nan)
+            self._numeric = ms.json.Decoder(list[self._row(ms, _NUMBER, math.nan)])
         try:
             rows = self._numeric.decode(array_text)
         except (ms.DecodeError, ms.ValidationError):
@@ -120,12 +121,32 @@ class Template:
                            count=len(rows) * width)
         return flat.reshape(len(rows), width)
 
-    def _make(self, cell: Any, missing: Any = None) -> Any:
+    def decode_lines(self, text: bytes, lines: int) -> list[Any] | None:
+        """The rows of `lines` newline-ended lines of JSON objects, one row per line, or
+        None as decode() says it. Read where they lie: no array text to build (two copies
+        of every block, #14). msgspec reads whitespace-separated values, so a line holding
+        two objects gives two rows where a line reader sees one malformed line: a row count
+        other than the line count is refused (the caller has made sure no line is blank)."""
+        if not self.keys:
+            return None
         ms = _msgspec()
+        if self._lines is None:
+            self._build(ms)
+        try:
+            rows = self._lines.decode_lines(text)
+        except (ms.DecodeError, ms.ValidationError):
+            return None
+        return rows if len(rows) == lines else None
+
+    def _build(self, ms: Any) -> None:
+        row_type = self._row(ms, _CELL)
+        self._decoder = ms.json.Decoder(list[row_type])
+        self._lines = ms.json.Decoder(row_type)
+
+    def _row(self, ms: Any, cell: Any, missing: Any = None) -> Any:
         fields = [(f"f{i}", cell, missing) for i in range(len(self.keys))]
-        row_type = ms.defstruct("Row", fields, rename={f"f{i}": k for i, k in enumerate(self.keys)},
-                                forbid_unknown_fields=True, gc=False)
-        return ms.json.Decoder(list[row_type])
+        return ms.defstruct("Row", fields, rename={f"f{i}": k for i, k in enumerate(self.keys)},
+                            forbid_unknown_fields=True, gc=False)
 
     def cells(self, rows: list[Any], key: str) -> tuple[Iterator[Any], Callable[[int], Any]] | None:
         """rows.Cells for these rows: the values of `key` as an iterator and one row's value,

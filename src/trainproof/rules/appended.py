@@ -49,11 +49,15 @@ APPENDED = rule(
             "(its first value less its first interval): a second run that logs at another interval "
             "starts there too; a resume from a checkpoint starts a whole interval or more later."),
         "carried": Threshold(
-            0.5, "of the loss's gain before the boundary",
-            "A step counter back at the origin while the loss kept at least half of what it had "
+            0.5, "of the loss's gain before the boundary (by factors: in log space)",
+            "A counter back at the origin while the loss kept at least half of what it had "
             "gained since the log began is one run going on (trained weights beginning the loop "
-            "again, TP-RESUME-REPLAY's case, or a logger counting steps per epoch) and stays "
-            "joined; a new run from scratch starts near the log's first level, near 0 % of it."),
+            "again, TP-RESUME-REPLAY's case; a logger counting steps per epoch; Keras fit() called "
+            "again on the same model, the second phase of a transfer-learning recipe, whose epochs "
+            "CSVLogger(append=True) numbers from 0 again) and stays joined; a new run from scratch "
+            "starts near the log's first level, near 0 % of it. The gain is measured by factors, "
+            "as a loss falls: a run that fell 1.6 -> 0.0016 and a new one starting at 0.03 kept "
+            "60 % of the fall in absolute terms, a quarter of it by factors."),
         "edge_points": Threshold(
             3, "points",
             "Each level (the log's start, the end of the stretch before the boundary, the start of "
@@ -72,8 +76,9 @@ APPENDED = rule(
     "the very first checkpoint, logging once per checkpoint, looks like one. A step counter "
     "that starts over while the loss carries on from where it was - trained weights beginning "
     "the loop again (TP-RESUME-REPLAY's case), a logger that counts steps per epoch - is one "
-    "run and stays joined (TP-RESUMED says where); so is a new run that starts where the "
-    "last one ended. In a log whose step counter starts over, "
+    "run and stays joined (TP-RESUMED says where), and so is an epoch counter that starts over "
+    "while the loss carries on (fit() called again on the same model); so is a new run that "
+    "starts where the last one ended. In a log whose step counter starts over, "
     "a column whose step restarts cannot be matched with the loss's (an eval logged in some "
     "runs only) is left out of the judged run, with a note. Of a log with more than 40 counter "
     "boundaries the parser describes the first and the last 20: the run judged is still the "
@@ -152,10 +157,14 @@ def _carried_on(s: Series, i: int, prev: int) -> bool:
     if i - prev < m or v.size - i < m or i < 2 * m:
         return False  # the levels need points of their own: too short to say, the counter decides
     start, before, after = (float(np.median(v[a:a + m])) for a in (0, i - m, i))
+    if min(start, before, after) > 0:
+        # a loss falls by factors: a run that fell 1.6 -> 0.0016 and a new one that starts at
+        # 0.03 has kept almost all of its fall in absolute terms and half of it in log terms
+        start, before, after = np.log(start), np.log(before), np.log(after)
     gain = start - before
     if not np.isfinite(start + before + after) or gain <= 0:
         return False  # no gain before the boundary: nothing to carry on; the counter decides
-    return (start - after) / gain >= APPENDED.t("carried")
+    return bool((start - after) / gain >= APPENDED.t("carried"))
 
 
 def _key(b: dict) -> tuple:
@@ -192,7 +201,25 @@ def _epoch_starts(run: Run) -> np.ndarray:
     origin = first - (first_iv if first_iv is not None else iv)
     tol = APPENDED.t("origin_tol")
     at = (v[back] <= first) | (v[back] - iv <= origin + tol * iv)
-    return back[(ends - back >= APPENDED.t("min_points")) & (iv > 0) & at]
+    starts = back[(ends - back >= APPENDED.t("min_points")) & (iv > 0) & at]
+    return _not_carried_on(run, e.steps, starts)
+
+
+def _not_carried_on(run: Run, rows: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The epoch boundaries after which the loss did not carry on from where it was: `fit()`
+    called again on the same model (a fine-tuning phase at a lower LR, the usual transfer-
+    learning recipe) numbers its epochs from 0 again into the same CSVLogger file while the
+    weights go on - one run, kept joined, as a step counter that starts over is."""
+    s = run.get("loss")
+    if s is None or starts.size == 0 or starts.size > _KEPT:
+        return starts  # many boundaries: a hostile column, or runs from scratch; the counter decides
+    at = np.searchsorted(s.steps, rows[starts], side="left")
+    keep, prev = [], 0
+    for k, i in zip(starts, at, strict=True):
+        if not _carried_on(s, int(i), prev):
+            keep.append(k)
+            prev = int(i)
+    return np.asarray(keep, dtype=np.int64)
 
 
 def _epoch_ranges(values: np.ndarray, starts: np.ndarray) -> tuple[list[tuple[float, float, int]], int]:

@@ -87,8 +87,13 @@ def loss_blowup(run: Run) -> list[Finding] | Skip:
     # Only points above factor x the start count at all, and only those above factor x their
     # trailing minimum can be above factor x the median (stats.trailing_median_where): a
     # boolean mask and a few candidates, never a window sorted at each of 5M points (#14).
-    judged = s.values >= factor * start
-    judged[: max(k, int(r.t("start_points")))] = False  # no full baseline before these
+    bar, cut = factor * start, max(k, int(r.t("start_points")))
+
+    def judged(lo: int, hi: int) -> np.ndarray:  # asked a chunk at a time: no 5M-point mask
+        out = s.values[lo:hi] >= bar
+        out[: max(0, cut - lo)] = False  # no full baseline before these
+        return out
+
     cand, pre, count = stats.trailing_median_where(s.values, k, factor, judged)
     hot = (count >= k) & (s.values[cand] >= factor * pre)
     idx, pre = cand[hot], pre[hot]

@@ -20,6 +20,7 @@ import numpy as np
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.schedule import Schedule, read_schedule
+from trainproof.stats import count_where
 
 G = "single_run"
 
@@ -146,7 +147,8 @@ def progress_gate(run: Run, s: Series) -> Gate:
             f"the LR is still rising at its last logged step {sched.last_step:g} (warm-up)"
         return Gate(False, f"{what}{tail}", seen, None, ended)
     if sched.warmup_end is not None:
-        after = int((s.steps > sched.warmup_end).sum())
+        end = sched.warmup_end
+        after = count_where(s.steps, lambda x: x > end)  # chunked: no 5M-point mask (#14)
         if after < TOO_EARLY.t("min_points"):
             return Gate(False, f"{after} {s.name} point(s) after warm-up ended at step "
                         f"{sched.warmup_end:g}{tail}", seen, start)

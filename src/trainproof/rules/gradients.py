@@ -1,11 +1,10 @@
-"""Single-run rules on the gradient: non-finite values (TP-NAN, TP-NAN-GRAD,
-TP-NAN-GRAD-SKIPPED) and spikes (TP-GRAD-SPIKE, TP-GRAD-SPIKE-ISOLATED), and the test
-they share: did the loss react? They read a curve as an engineer does - an odd point
-matters when the loss reacts to it, when it repeats or when it lasts, not because it is
-the largest of the run. Declared once here with their thresholds; the judge below each
-is the only code that decides whether it fires.
-Exact zeros (loss, gradient, LR) are rules/zeros.py's; rules/run.py places its checks
-around these so reports list findings in the order they always have."""
+"""Single-run rules on the gradient: non-finite values (TP-NAN, TP-NAN-GRAD, TP-NAN-GRAD-SKIPPED;
+TP-EVAL-NAN-TRANSIENT in rules/eval_nan.py) and spikes (TP-GRAD-SPIKE, TP-GRAD-SPIKE-ISOLATED),
+and the test they share: did the loss react? They read a curve as an engineer does - an odd
+point matters when the loss reacts to it, when it repeats or when it lasts, not because it is
+the largest of the run. Declared once here with their thresholds; the judge below each is the
+only code that decides whether it fires. Exact zeros (loss, gradient, LR) are rules/zeros.py's;
+rules/run.py places its checks around these so reports list findings in the order they always have."""
 
 from __future__ import annotations
 
@@ -195,9 +194,9 @@ def _nonfinite(run: Run, s: Series, rule_, **extra: object) -> Iterator[Finding]
 
 def _nan_grad(run: Run, g: Series) -> list[Finding]:
     """TP-NAN-GRAD when the non-finite norms matter, TP-NAN-GRAD-SKIPPED when they do not."""
-    bad = ~g.finite
-    if not bad.any():
+    if stats.all_finite(g.values):  # the common case, without two 5M-point masks (#14)
         return []
+    bad = ~g.finite
     idx = np.flatnonzero(bad)
     allowance = max(NAN_GRAD.t("max_count"), NAN_GRAD.t("max_share") * len(g))
     view = loss_view(run)
@@ -227,8 +226,10 @@ def non_finite_values(run: Run) -> list[Finding] | Skip:
         return Skip(SkipKind.NO_DATA, "no loss column in the log")
     out: list[Finding] = []
     for s in present:
-        if not s.finite.all():
-            out.extend(_nonfinite(run, s, NAN))
+        if not stats.all_finite(s.values):  # no 5M-point mask (#14)
+            from trainproof.rules.eval_nan import came_back  # its own check reports such an eval loss
+            if came_back(run, s) is None:
+                out.extend(_nonfinite(run, s, NAN))
             break  # one TP-NAN per report: the first poisoned metric is the evidence
     if (g := run.get("grad_norm")) is not None:
         out.extend(_nan_grad(run, g))
@@ -238,7 +239,7 @@ def non_finite_values(run: Run) -> list[Finding] | Skip:
 def _filtered_hint(run: Run, g: Series) -> str:
     """Say so when the loss at a non-finite-gradient step looks like HF's NaN filter at work."""
     loss = run.get("loss")
-    if loss is None or g.finite.all():
+    if loss is None or stats.all_finite(g.values):
         return ""
     at = np.isin(loss.steps, g.steps[~g.finite])
     if at.any() and np.all(np.isfinite(loss.values[at])):
@@ -335,7 +336,7 @@ def _drop_end(loss: Series) -> float | None:
 
     def steep(i: int) -> bool:
         ahead = v[i + 1: i + 1 + m]
-        return bool(ahead.size) and float(v[i] - stats.median(ahead)) > bar
+        return bool(ahead.size) and stats.above_median(v[i], ahead, bar)
 
     # A grid of m/20 points, then the stride before the first point off the drop: ~20
     # window medians per window, not one per point (4e9 values on a 200,000-point log).
@@ -353,8 +354,9 @@ def _spikes(run: Run, f: Series) -> tuple[np.ndarray, stats.AtPoints, float]:
     """(indices of judged spikes, local medians at the candidates, the start step)."""
     edges = [float(f.steps[0]), read_schedule(run).warmup_end, initial_drop_end(run)]
     start = max(e for e in edges if e is not None)
-    ratio, maybe = _SPIKE["ratio"].value, (f.steps > start) & (f.values > _SPIKE["floor"].value)
-    cand, med, count = stats.trailing_median_where(f.values, int(_BASELINE.value), ratio, maybe)
+    ratio, floor = _SPIKE["ratio"].value, _SPIKE["floor"].value
+    cand, med, count = stats.trailing_median_where(  # the mask asked a chunk at a time: none 5M points long
+        f.values, int(_BASELINE.value), ratio, lambda lo, hi: (f.steps[lo:hi] > start) & (f.values[lo:hi] > floor))
     base = stats.AtPoints(cand, med)  # gradient_spike reads it at the spikes only
     return cand[(count >= _SPIKE["min_baseline"].value) & (f.values[cand] > ratio * med)], base, start
 

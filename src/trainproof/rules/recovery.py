@@ -7,6 +7,7 @@ Declared here with its thresholds; the judge below is the only code that decides
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -106,7 +107,7 @@ def _spikes(run: Run, s: Series) -> list[Spike]:
     # most of judging a 1M-point log). A window's median is not below its least value and
     # float subtraction and division by sigma > 0 keep that order, so (v - min) / sigma is
     # never below z = (v - median) / sigma: every hot point is among these candidates.
-    cand = _candidates(v, s.steps > start, window, sigma, r.t("spike"))
+    cand = _candidates(v, lambda lo, hi: s.steps[lo:hi] > start, window, sigma, r.t("spike"))
     base, count = stats.trailing_median_at(v, window, cand)
     z = (v[cand] - base) / sigma
     hot = (count >= r.t("baseline")) & (z > r.t("spike"))
@@ -143,20 +144,22 @@ class LogView:
         return np.log(self._values[i])
 
 
-def _candidates(v: np.ndarray | LogView, after: np.ndarray, window: int, sigma: float, bar: float) -> np.ndarray:
+def _candidates(v: np.ndarray | LogView, after: np.ndarray | Callable[[int, int], np.ndarray], window: int,
+                sigma: float, bar: float) -> np.ndarray:
     """np.flatnonzero(after & ((v - stats.trailing_min(v, window)) / sigma > bar)), a chunk
     at a time: each chunk's trailing minima come from the chunk and the `window` points
     before it, the same values in the same order as over the whole series, without three
-    series-sized temporaries (#14)."""
-    hot = np.zeros(v.size, dtype=bool)
+    series-sized temporaries (#14). `after` may be a function giving the mask of points
+    lo:hi: then no series-sized array is made at all."""
+    found = [np.empty(0, dtype=np.intp)]
     for lo in range(0, v.size, stats.CHUNK):
         hi, first = min(lo + stats.CHUNK, v.size), max(0, lo - window)
         seg = v[first:hi]
         z = stats.trailing_min(seg, window)[lo - first:]
         np.subtract(seg[lo - first:], z, out=z)
         np.divide(z, sigma, out=z)
-        hot[lo:hi] = after[lo:hi] & (z > bar)
-    return np.flatnonzero(hot)
+        found.append(np.flatnonzero((after(lo, hi) if callable(after) else after[lo:hi]) & (z > bar)) + lo)
+    return np.concatenate(found)
 
 
 @check("spike-recovery", SPIKE_UNRECOVERED)

@@ -78,7 +78,7 @@ def loss_flat(run: Run) -> list[Finding] | Skip:
     s = finite_loss(run, int(FLAT.t("min_points")))
     if isinstance(s, Skip):
         return s
-    if np.all(s.values == 0.0):
+    if not s.values.any():  # all exactly zero (either sign), without a 5M-point mask (#14)
         return Skip(SkipKind.DEGENERATE, "loss is all zero (judged by zero-loss)")
     gate = progress_gate(run, s)
     if not gate.open:

@@ -129,12 +129,12 @@ def loss_exactly_zero(run: Run) -> list[Finding] | Skip:
     s = finite_loss(run, int(min(ZERO_LOSS.t("min_points"), ZERO_LOSS_ONSET.t("min_points"))))
     if isinstance(s, Skip):
         return s
-    zero = s.values == 0.0
-    if zero.all():
+    if not s.values.any():  # every value exactly 0 (either sign; the values are finite)
         if len(s) >= ZERO_LOSS.t("min_points"):
             return [ZERO_LOSS.finding(where(run), n=len(s))]
         return []
-    tail = int(np.argmax(~zero[::-1]))  # zeros after the last non-zero (no 38 MiB index array at 5M points)
+    # the zeros after the last non-zero, found from the end a chunk at a time (no 5M-point masks, #14)
+    tail = len(s) - 1 - stats.last_where(s.values, lambda v: v != 0.0)
     if tail < ZERO_LOSS_ONSET.t("min_tail"):
         return []
     i = len(s) - tail
@@ -169,7 +169,7 @@ def gradient_zero(run: Run) -> list[Finding] | Skip:
     f = grad_norms(run, ZERO_GRAD.t("min_points"))
     if isinstance(f, Skip):
         return f
-    if np.all(f.values == 0.0):
+    if not f.values.any():  # finite values, every one exactly 0 (no 5M-point mask, #14)
         return [ZERO_GRAD.finding(where(run), n=len(f))]
     return []
 
@@ -241,6 +241,8 @@ def learning_rate_zero(run: Run) -> list[Finding] | Skip:
     f = lr.finite_only()
     if len(f) < ZERO_LR.t("min_points"):
         return Skip(SkipKind.DEGENERATE, "no finite lr value")
+    if ZERO_LR.t("share") > 0 <= ZERO_LR_PARTIAL.t("share") and not stats.count_where(f.values, lambda v: v <= 0):
+        return []  # no lr at or below 0: both shares are 0 (counted a chunk at a time: no 5M-point mask, #14)
     zero = f.values <= 0
     rounded = _printed_below(run, f.values)
     if rounded is not None and zero.any():
@@ -248,8 +250,12 @@ def learning_rate_zero(run: Run) -> list[Finding] | Skip:
     part = stats.share(zero)
     if part >= ZERO_LR.t("share"):
         return [ZERO_LR.finding(where(run), count=int(zero.sum()), n=len(f), share=part)]
-    touch = np.isin(f.steps, read_schedule(run).zero_touches) & zero
-    counted = zero & ~touch if stats.share(touch) <= ZERO_LR_PARTIAL.t("touch_share") else zero
+    touches = read_schedule(run).zero_touches
+    if touches:
+        touch = np.isin(f.steps, touches) & zero
+        counted = zero & ~touch if stats.share(touch) <= ZERO_LR_PARTIAL.t("touch_share") else zero
+    else:  # no touch: counted is zero whatever the share (two 5M-point masks fewer, #14)
+        counted = zero
     part = stats.share(counted)
     if part > ZERO_LR_PARTIAL.t("share"):
         i = stats.first_index(counted)
