@@ -373,6 +373,28 @@ def test_the_last_slice_split_before_its_last_three_entries_reads_as_before(
     assert taken.count(True) >= 3 and taken.count(False) >= 3
 
 
+def test_a_split_whose_first_point_has_no_step_is_declined(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last three entries: a summary-like entry with a step (run totals, no loss: a
+    summary, dropped), an entry without a step, the summary. Read whole, the stepless loss
+    takes the step of the point before it; split, it would be the first row of its chunk
+    and take its index. The split's step check looks at the first point of the three, not
+    the first entry (found against main's reader: one generated ending in 240 reads)."""
+    monkeypatch.setattr(hf, "SLICE", 4096)
+    history: list[dict[str, object]] = [{"epoch": s / 500, "loss": 1 / s, "step": 10 * s} for s in range(1, 500)]
+    history += [{"epoch": 1.0, "step": 4995, "train_runtime": 3.0}, {"epoch": 1.0, "loss": 0.5},
+                {"epoch": 1.0, "step": 4999, "total_flos": 1e12, "train_loss": 2.5, "train_runtime": 10.0}]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"global_step": 4999, "log_history": history}, indent=2))
+    split = hf._split_last
+    taken: list[bool] = []
+    monkeypatch.setattr(hf, "_split_last", lambda *a: taken.append((r := split(*a)) is not None) or r)
+    fast, before, general, matrices = _three(path, monkeypatch, whole_too=False)
+    _same(fast, before)
+    _same(fast, general)
+    assert taken[0] is False and matrices  # declined, and the other slices took the matrix
+    assert fast.columns["loss"][0][-2:].tolist() == [4990.0, 4990.0] and fast.columns["loss"][1][-1] == 0.5
+
+
 def test_integers_become_the_floats_python_gives() -> None:
     """Template.numbers has msgspec turn integers into floats (fields typed float): the
     same float as Python's float(int), sign of zero included; one past float64's range

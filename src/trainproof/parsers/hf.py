@@ -226,8 +226,8 @@ def _split_last(stream: _Stream, raw: memoryview, template: Template) -> list[Ch
     decoded the general way, or None: read it whole, as the other slices. It holds the
     summary, whose keys no earlier row had, so as a whole it goes the general way (~0.06 s
     a 4 MB slice). Split only where that reads alike: no row before the three can be a
-    summary (_fits, as for any matrix), and the first of the three has a step of its own
-    (one without would inherit the previous row's). The three are told a summary or a
+    summary (_fits, as for any matrix), and the first point of the three has a step of its
+    own (one without would inherit the previous row's). The three are told a summary or a
     point one by one, as every general entry is; a summary further up (entries after it:
     evaluate() on several sets) makes the matrix refuse or decline, and the slice is read
     whole."""
@@ -241,8 +241,13 @@ def _split_last(stream: _Stream, raw: memoryview, template: Template) -> list[Ch
         tail = loads(last)
     except ValueError:
         return None
-    first = tail[0] if len(tail) == 3 else None
-    if type(first) is not dict or type(step := first.get("step")) not in (int, float) or not math.isfinite(step):
+    if len(tail) != 3:
+        return None
+    # the first of the three that is a point (summaries and non-objects are dropped before
+    # the steps are read): without a step of its own it would take its index, not the
+    # step of the matrix's last row as it does when the slice is read whole
+    first = next((e for e in tail if type(e) is dict and not is_summary(e)), None)
+    if first is not None and (type(step := first.get("step")) not in (int, float) or not math.isfinite(step)):
         return None
     kept = stream.buf[at.start() + 1]
     stream.buf[at.start() + 1] = 0x5D  # ]
