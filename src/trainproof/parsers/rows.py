@@ -193,3 +193,21 @@ def add_columns(rows: list[Any], keys: Iterable[str], get: Getter, cols: Columns
         else:
             cols.extend(key, at[ok], arr[ok])
             cols.reject(key, int((~ok).sum()))
+
+
+def add_matrix(matrix: np.ndarray, keys: tuple[str, ...], cols: Columns, step_key: str) -> None:
+    """The columns of typed.Template.numbers' matrix: what add_columns adds for the same
+    rows. The caller checked that `step_key` is a column without NaN or Inf and that no
+    cell is infinite; a NaN is a row without the key (the matrix has no other NaN), so
+    a column's points are its non-NaN cells, dense and sparse columns alike."""
+    by_key = np.ascontiguousarray(matrix.T)  # a column per row of this array: contiguous
+    steps = by_key[keys.index(step_key)]
+    for key, values in zip(keys, by_key, strict=True):
+        if key == step_key:
+            continue
+        gaps = np.isnan(values)
+        if not gaps.any():
+            cols.extend(key, steps, values)
+        elif not gaps.all():
+            keep = ~gaps
+            cols.extend(key, steps[keep], values[keep])
