@@ -87,6 +87,7 @@ APPENDED = rule(
 
 _SHOWN = 4  # runs spelled out in the evidence; the count says how many there were
 _KEPT = 20  # runs described in meta (memory stays bounded)
+_CARRIED_ASKED = 20  # epoch boundaries asked whether the loss carried on (Python per boundary)
 
 
 class _Start(NamedTuple):
@@ -159,7 +160,7 @@ def _carried_on(s: Series, i: int, prev: int) -> bool:
     start, before, after = (float(np.median(v[a:a + m])) for a in (0, i - m, i))
     if min(start, before, after) > 0:
         # a loss falls by factors: a run that fell 1.6 -> 0.0016 and a new one that starts at
-        # 0.03 has kept almost all of its fall in absolute terms and half of it in log terms
+        # 0.03 kept 60 % of its fall in absolute terms and a quarter of it by factors
         start, before, after = np.log(start), np.log(before), np.log(after)
     gain = start - before
     if not np.isfinite(start + before + after) or gain <= 0:
@@ -211,7 +212,7 @@ def _not_carried_on(run: Run, rows: np.ndarray, starts: np.ndarray) -> np.ndarra
     learning recipe) numbers its epochs from 0 again into the same CSVLogger file while the
     weights go on - one run, kept joined, as a step counter that starts over is."""
     s = run.get("loss")
-    if s is None or starts.size == 0 or starts.size > _KEPT:
+    if s is None or starts.size == 0 or starts.size > _CARRIED_ASKED:
         return starts  # many boundaries: a hostile column, or runs from scratch; the counter decides
     at = np.searchsorted(s.steps, rows[starts], side="left")
     keep, prev = [], 0

@@ -7,13 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from trainproof import stats
-from trainproof.model import Finding, Level, Location, Run, Series
-from trainproof.rules import gradients  # noqa: F401  (registers the nan check this one follows)
+from trainproof.model import Finding, Level, Run, Series
 from trainproof.rules.base import Example, Threshold, check, rule
+from trainproof.rules.gradients import G, where  # and registers the nan check this one follows
 
-G = "single_run"
-
-EVAL_NAN_PASSED = rule(
+EVAL_NAN_TRANSIENT = rule(
     id="TP-EVAL-NAN-TRANSIENT", level=Level.WARN, group=G,
     title="The eval loss was NaN or Inf at some evaluations, finite again after; the training "
     "loss never was.",
@@ -48,13 +46,13 @@ def came_back(run: Run, s: Series) -> Finding | None:
         return None
     bad = np.flatnonzero(~s.finite)
     back = int(bad[-1]) + 1
-    return EVAL_NAN_PASSED.finding(Location(run.path, float(s.steps[bad[0]])), count=int(bad.size), n=len(s),
+    return EVAL_NAN_TRANSIENT.finding(where(run, s.steps[bad[0]]), count=int(bad.size), n=len(s),
                                    step=float(s.steps[bad[0]]), value=float(s.values[bad[0]]),
                                    last=float(s.steps[bad[-1]]), back=float(s.steps[back]),
                                    tail=len(s) - back, n_train=len(train))
 
 
-@check("eval-nan", EVAL_NAN_PASSED, after="nan")
+@check("eval-nan", EVAL_NAN_TRANSIENT, after="nan")
 def eval_nan_transient(run: Run) -> list[Finding]:
     s = run.get("eval_loss")
     if s is None or stats.all_finite(s.values):
