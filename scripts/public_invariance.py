@@ -116,13 +116,6 @@ _REASONS = {  # run id -> (perturbations, why the move to or from FAIL is right)
         "three points shorter the end sits higher (16-21 % above the start) and the bound falls to 5-7 %: "
         "evidence enough of no progress for TP-DEAD-RUN. No progress either way; the severity moves at the "
         "bar."),
-    "imajin14__crypto-forecast-thesis__lightning_logs-version_6-metrics": (
-        ("cut1", "halve_drop_first", "mean_pairs"),
-        "FAIL -> WARN, toward its label (WARN, a noisy forecaster barely learning): TP-EVAL-DIVERGE "
-        "measures the climb from the single lowest of 50 evaluations at 3 % noise (0.0913 at epoch 35), "
-        "a floor the noise put there; cut, thinned or paired, the floor or the end moves and the climb "
-        "no longer clears the bars. The weakness is the rule's (a one-point floor; fresh13_review.json), "
-        "left for a change measured on every half."),
     "harmerz__pkm-kc__runs-pose-train2-results": (
         ("halve", "halve_drop_first", "mean_pairs"),
         "FAIL -> WARN, never PASS (labelled FAIL: train and eval both worse, eval 6.9 -> 14.9): "

@@ -34,6 +34,8 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
   (after fresh12's first scoring).
 - TP-DEAD-RUN's full_first_grid (a first point is an early extra only on its logging grid): all
   fourteen halves (after fresh12's perturbation sweep; no verdict moves).
+- TP-EVAL-METRIC-FROZEN beside an eval loss that held still, and the eval curve's noise at lags 1-3
+  (TP-EVAL-DIVERGE, TP-EVAL-NEVER-BETTER): all fifteen halves (after fresh13's first scoring).
 fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
 earlier changes, fresh9 and fresh10 after all of those.
 """
@@ -261,7 +263,11 @@ def intro(n: Counter) -> list[str]:
            "misses reviewed (`fresh13_review.json`). Out of sample it missed the bar on four runs: three broken "
            "runs passed (a detector whose mAP never leaves 0.002 while its losses fall slowly, a segmenter whose "
            "scores and eval losses are frozen while its train loss falls, a negative loss that never moves) and a "
-           "noisy forecaster FAILed TP-EVAL-DIVERGE on a climb measured from its single lowest evaluation. No rule "
-           "was changed for it.", ""]
+           "noisy forecaster FAILed TP-EVAL-DIVERGE on a climb measured from its single lowest evaluation. After "
+           "that scoring (`public_runs/eval_still_wander_before_after.txt`) a frozen score beside an eval loss that "
+           "held still too is TP-EVAL-METRIC-FROZEN's whatever the train loss does (the segmenter and fresh12's "
+           "ten-epoch pose fine-tune PASS -> WARN), and TP-EVAL-DIVERGE and TP-EVAL-NEVER-BETTER take the eval "
+           "curve's noise at the scale of their end's median, lags 1-3 (the forecaster FAIL -> PASS); no other "
+           "verdict moves. fresh13 is in-sample for those three rules.", ""]
           if n["fresh13"] else []),
     ]

@@ -1,18 +1,24 @@
 """TP-EVAL-METRIC-FROZEN (rules/eval_frozen.py): a held-out accuracy, F1, mAP, IoU ... that
-holds one value at every evaluation, from the first, while the eval loss moved.
+holds one value at every evaluation, from the first, while the eval loss moved - or held
+still as well (the evaluated model never changed).
 
 The real cases: a Lightning run whose normalisation bug leaves the model only its biases
 (tests/fixtures/core/eval_frozen/one_class, made by
 scripts/fixtures/make_eval_frozen_lightning_fixtures.py with lightning 2.6.6): val_acc
 0.7075, the majority share, at all 8 epochs while val_loss falls 0.665 -> 0.606; and the
 fresh half's token classifier shlomota (eval F1/precision/recall 0 at all 100
-evaluations, labelled WARN by its reader before any tool ran). Every other real log -
+evaluations, labelled WARN by its reader before any tool ran); fresh5's macyrm (LR never out
+of warm-up: eval accuracy, F1 and eval loss identical at all 5 epochs, labelled FAIL), and
+the two runs that made the frozen eval loss count, fresh12's YOLO pose babymelvin and
+fresh13's YOLO segmenter ceithernsw (scores and eval losses still for 10 epochs, both
+labelled FAIL, both passed before). Every other real log -
 public runs of the in-sample halves, galleries, evidence/, fixtures, ../shared/corpus -
 stays silent, the same run without the bug among them."""
 
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,11 +31,15 @@ from trainproof.parsers import read_run
 from trainproof.parsers.columns import heldout_quality
 from trainproof.rules.eval_frozen import EVAL_METRIC_FROZEN, eval_metric_frozen
 
-from .real_logs import fires_on, local, public
+from .conftest import ROOT
+from .real_logs import DOCS, fires_on, local, public, public_runs
 
 RULE = "TP-EVAL-METRIC-FROZEN"
 FIX = Path(__file__).parent / "fixtures" / "core" / "eval_frozen"
 TOKEN_CLASSIFIER = "shlomota__taami__checkpoint-5000-trainer_state"
+NEVER_WARMED = "macyrm__buildanything__results-checkpoint-5-trainer_state"
+STILL_EVALUATIONS = {"fresh12": "babymelvin__yolo_learn__runs-pose-train-results",
+                     "fresh13": "ceithernsw__stableemotion__runs-segment-train3-results"}
 
 
 def metrics_csv(name: str) -> Path:
@@ -68,8 +78,15 @@ def test_silent_on_the_same_run_without_the_bug() -> None:
 
 def test_fires_on_no_other_real_log() -> None:
     assert len(public()) >= 200 and len(local()) >= 100  # the logs were found
-    assert fires_on(eval_metric_frozen, public()) == {TOKEN_CLASSIFIER}
-    assert {Path(p).parts[-4] for p in fires_on(eval_metric_frozen, local())} == {"one_class"}
+    assert fires_on(eval_metric_frozen, public()) == {TOKEN_CLASSIFIER, NEVER_WARMED}
+    # The real Ultralytics fixtures (scripts/fixtures/make_ultralytics_fixtures.py) are runs
+    # whose optimizer never stepped: batch 4 on 8 images is 12 batches in 6 epochs, and
+    # Ultralytics accumulates gradients up to its nominal batch of 64 (16 batches) before
+    # its first step - so their val losses repeat to the last printed digit and every score
+    # with them: the evaluation stood still because the weights did.
+    fired = {str(Path(p).relative_to(ROOT / "tests" / "fixtures")) for p in fires_on(eval_metric_frozen, local())}
+    assert fired == {"core/eval_frozen/one_class/lightning_logs/version_0/metrics.csv",
+                     *(f"ultralytics/{t}/runs/{t}/train/results.csv" for t in ("classify", "detect", "segment"))}
 
 
 # ---------------------------------------------------------------- how writers spell it
@@ -136,10 +153,26 @@ def test_a_perfect_score_and_cocos_no_object_sentinel_are_not_judged() -> None:
     assert not _fires(_run([-1.0] * 8, name="coco/AP (M)"))
 
 
-def test_a_frozen_eval_loss_leaves_it_to_the_dead_run_rules() -> None:
-    """The eval loss is a function of the weights on a fixed set: repeated, nothing moved,
-    whatever the noisy train loss does."""
-    assert not _fires(_run([0.5] * 8, eval_loss=[0.75] * 8))
+def test_a_frozen_eval_loss_beside_the_frozen_score_fires_whatever_the_train_loss() -> None:
+    """The eval loss is a function of the weights on a fixed set: repeated, the evaluated
+    model did not change, whether the noisy train loss fell, rose or stood still."""
+    for loss in (None, [1.0, 1.01, 0.99, 1.0, 1.02, 0.99, 1.0, 0.98], [2.0, 2.2, 2.5, 2.4, 2.8, 3.0, 3.1, 3.3]):
+        out = eval_metric_frozen(_run([0.5] * 8, eval_loss=[0.75] * 8, loss=loss))
+        assert isinstance(out, list) and "held still too" in str(out[0].values["moved"])
+    # within TP-FLAT's band (0.1 % of the median) is still; beyond it the eval loss moved
+    assert _fires(_run([0.5] * 8, eval_loss=[0.75, 0.7502, 0.7504, 0.7501, 0.7503, 0.7505, 0.7504, 0.7506]))
+    moved = eval_metric_frozen(_run([0.5] * 8, eval_loss=[0.75, 0.752, 0.754, 0.751, 0.753, 0.755, 0.754, 0.756]))
+    assert isinstance(moved, list) and "went" in str(moved[0].values["moved"])
+
+
+@pytest.mark.parametrize("half", sorted(STILL_EVALUATIONS))
+def test_fires_on_the_yolo_runs_whose_evaluations_stood_still(half: str) -> None:
+    doc = next(d for d in DOCS if d["id"] == STILL_EVALUATIONS[half])
+    with tempfile.TemporaryDirectory() as tmp:
+        out = eval_metric_frozen(read_run(public_runs.rebuild(doc, Path(tmp))))
+    assert isinstance(out, list) and [f.rule_id for f in out] == [RULE]
+    assert out[0].values["value"] == 0.0 and out[0].values["n"] == 10
+    assert "held still too" in str(out[0].values["moved"])
 
 
 def test_without_an_eval_loss_the_train_loss_trend_decides() -> None:

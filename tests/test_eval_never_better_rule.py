@@ -40,7 +40,9 @@ def test_warns_on_the_lm_that_never_generalised() -> None:
     (f,) = eval_never_better(dict(public())[MEDIMIND])
     v = f.values
     assert f.rule_id == RULE and v["n"] == 23 and v["gain"] < 0.01
-    assert 0.08 < v["rise"] < 0.1 and v["rise_se"] > 20 and v["train_fall"] > 0.2
+    # rise_se: 10 standard errors of the curve's noise at the scale of three evaluations (its
+    # point-to-point noise alone made it 28; either is far past the bar of 3)
+    assert 0.08 < v["rise"] < 0.1 and v["rise_se"] > 8 and v["train_fall"] > 0.2
 
 
 def test_which_real_logs_it_finds() -> None:

@@ -44,6 +44,9 @@ _spec.loader.exec_module(pi)
 # first point counts as partial only on the grid of its logging interval (full_first_grid: a step
 # offset had moved fresh12's guangmoyi, halving fresh11's akilanmanivannanak). fresh13 adds 14: 158
 # (6 of them TP-EVAL-DIVERGE at its bars on two runs, stated).
+# The frozen-evaluation change and the eval noise at lags 1-3 (after fresh13) keep 158: imajin14's
+# three TP-EVAL-DIVERGE moves are gone, and three WARN moves of TP-EVAL-METRIC-FROZEN came (a
+# halved ten-epoch log keeps five evaluations, or not).
 # A rule change that moves more must say why here.
 MAX_MOVES = 158
 

@@ -344,6 +344,25 @@ def log_noise_detrended(values: np.ndarray) -> float:
     return float(1.4826 * diff_median(values, 2, log=True) / np.sqrt(6.0))
 
 
+def log_noise_wander(values: np.ndarray, max_lag: int) -> float:
+    """`log_noise_detrended` at the scale of up to `max_lag` points: the largest of the
+    robust noises from second differences at lags 1 .. max_lag (x[t+2h] - 2 x[t+h] + x[t],
+    which cancels a straight trend at any lag). On white noise each lag gives the same
+    figure; a curve that wanders - drifts up and down over several points, as an eval loss
+    on a small held-out set does - gives more at longer lags, and a level held over a few
+    points (a median of the last three) moves by that much, not by the point-to-point
+    noise. A lag counts only where at least 4 h differences exist, so one jump (which
+    touches 2 h of them) stays a minority."""
+    x = np.log(np.asarray(values, dtype=float))
+    best = log_noise_detrended(values)
+    for h in range(2, max_lag + 1):
+        if x.size - 2 * h < 4 * h:
+            break
+        d = x[2 * h:] - 2.0 * x[h:-h] + x[:-2 * h]
+        best = max(best, float(1.4826 * median(np.abs(d)) / np.sqrt(6.0)))
+    return best
+
+
 def point_noise(values: np.ndarray) -> float:
     """Robust point-to-point noise of a series in its own units (any sign):
     1.4826 * median |first difference| / sqrt 2 - `log_noise` without the logs, for

@@ -1,14 +1,15 @@
 """Single-run rule on a held-out quality metric that never changed: accuracy, F1, mAP,
-IoU, dice, AUC ... identical at every evaluation, from the first, while the loss moved
-(TP-EVAL-METRIC-FROZEN, WARN). The model's weights changed and its decisions on the
-held-out set did not: it predicts one class (or no entity, no box) whatever its input, or
-the evaluation does not look at the model being trained. Which columns are held-out
+IoU, dice, AUC ... identical at every evaluation, from the first, while the loss moved or
+the eval loss held still beside it (TP-EVAL-METRIC-FROZEN, WARN). Either the model's
+weights changed and its decisions on the held-out set did not - it predicts one class (or
+no entity, no box) whatever its input, or the evaluation does not look at the model being
+trained - or the evaluated model itself never changed. Which columns are held-out
 quality metrics is parsers/columns.py's (`heldout_quality`); the reader keeps them in the
 Run's meta as "heldout_metrics". Declared once here; the judge below is the only code
 that decides whether it fires.
 
-What it leaves to its neighbours: a run whose loss did not move either is the dead-run
-rules' (TP-FLAT, TP-DEAD-RUN, TP-LOSS-FROZEN); an error rate (WER, CER) is read by
+What it leaves to its neighbours: a run with no eval loss whose train loss did not move is
+the dead-run rules' (TP-FLAT, TP-DEAD-RUN, TP-LOSS-FROZEN); an error rate (WER, CER) is read by
 TP-EVAL-METRIC-CONFLICT against a near-zero eval loss."""
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ from trainproof.rules.zeros import printed_resolution
 
 EVAL_METRIC_FROZEN = rule(
     id="TP-EVAL-METRIC-FROZEN", level=Level.WARN, group=G,
-    title="A held-out quality metric never changed while the loss moved: the model's decisions "
-    "on held-out data did not depend on its training.",
+    title="A held-out quality metric never changed: the model's decisions on held-out data did "
+    "not depend on its training.",
     evidence="{metric} = {value:.6g} at all {n} evaluations, steps {first:g}-{last:g}{others}; meanwhile "
     "{moved}",
     summary="An accuracy, F1, precision, recall, mAP/AP, IoU, dice, AUC, top-k or exact-match "
     "scored on held-out data is the same value at every evaluation, five or more from the "
-    "first, while the eval loss moved (or, where none is logged, the train loss).",
+    "first, while the eval loss moved (or, where none is logged, the train loss), or while "
+    "the eval loss held still too: every number the evaluation reports stood still.",
     why="Training that changes the weights enough to move the loss moves the model's scores "
     "on held-out examples, and on an eval set of any real size some of them sit near a "
     "decision boundary: their predictions flip and the metric changes by at least one "
@@ -44,7 +46,13 @@ EVAL_METRIC_FROZEN = rule(
     "on k balanced classes; a tagger or detector that predicts nothing - F1 or mAP at 0), "
     "which its loss can still improve by calibrating that constant, or the evaluation does "
     "not score the model being trained (a fixed checkpoint loaded for eval, labels or "
-    "predictions that do not match, a metric computed on the wrong tensor).",
+    "predictions that do not match, a metric computed on the wrong tensor). When the eval "
+    "loss holds still as well (within TP-FLAT's band of its median and the log's printed "
+    "precision) every number the evaluation reports stood still, whatever the train loss "
+    "does: the weights evaluated did not change - an LR too small to move them, frozen "
+    "parameters, or an evaluation of a copy that training never updates. The dead-run rules "
+    "read the train loss, a noisy mean over changing batches that can drift while the "
+    "evaluated model stands still, and short logs escape them, so this rule says it.",
     fix="Print the predictions on a few held-out examples and their distribution over "
     "classes: one class everywhere is a collapse (check the class balance and loss "
     "weighting, the learning rate, that the inputs are normalised and reach the model, and "
@@ -66,8 +74,9 @@ EVAL_METRIC_FROZEN = rule(
             "Whether the weights moved is read from the eval loss where one is logged over the "
             "evaluations: on a fixed eval set it is a function of the weights, so it moved when "
             "its range exceeds TP-FLAT's band and the log's printed precision, and one that "
-            "repeats itself means the evaluated weights did not change (the dead-run rules' "
-            "case), whatever the train loss does. Without an eval loss, the train loss moved "
+            "repeats itself means the evaluated weights did not change, whatever the train "
+            "loss does (reported with the score, as the evaluation standing still). Without an "
+            "eval loss, the train loss moved "
             "when the median of its points at the last evaluation's end of the span differs "
             "from that at the first by this share: a mean over a logging interval wobbles by a "
             "few percent, a 5 % shift between the two ends is a trend (TP-LOSS-ROSE's band)."),
@@ -93,7 +102,8 @@ EVAL_METRIC_FROZEN = rule(
     "perfect score (1 or 100) repeated is a solved eval set, not judged. A tiny eval set "
     "quantises the score (10 examples: steps of 0.1), so a model that already got the same "
     "9 of 10 right at its first evaluation and keeps them is flagged: the log cannot tell "
-    "it from a collapse, hence a WARN. A per-class column (Detectron2's `bbox/AP-<class>`, "
+    "it from a collapse, hence a WARN. A run whose evaluation stood still is reported "
+    "whether or not a dead-run rule also fires on its train loss. A per-class column (Detectron2's `bbox/AP-<class>`, "
     "beside `bbox/AP`) is not judged: a class the model never finds is not the run's "
     "failure. A log holding several appended runs is not judged (its metric columns are not "
     "split by run). Fewer than five evaluations are not judged, so a three-epoch run stuck "
@@ -131,13 +141,14 @@ def _within(run: Run, name: str, lo: float, hi: float) -> np.ndarray | None:
     return v if v.size >= 2 else None
 
 
-def _eval_loss_moved(v: np.ndarray) -> str | None:
-    """'eval loss A -> B' when the eval loss `v` (its values within the evaluations' span)
-    moved beyond TP-FLAT's band and the log's printed precision, else None."""
+def _eval_loss_moved(v: np.ndarray) -> str:
+    """How the eval loss `v` (its values within the evaluations' span) behaved: moved
+    beyond TP-FLAT's band and the log's printed precision, or held still within it."""
     spread = float(v.max() - v.min())
     band = max(FLAT.t("rel_range") * abs(float(stats.median(v))), printed_resolution(v))
     if spread <= band:
-        return None
+        return (f"the eval loss held still too, {v.min():.6g}-{v.max():.6g} (within {band:.2g}): "
+                "the evaluated model did not change")
     return f"the eval loss went {v[0]:.4g} -> {v[-1]:.4g} (range {v.min():.4g}-{v.max():.4g})"
 
 
@@ -156,10 +167,11 @@ def _train_loss_moved(run: Run, lo: float, hi: float) -> str | None:
 
 
 def _moved(run: Run, lo: float, hi: float) -> str | None:
-    """How the loss moved over the evaluations' span, or None when it did not. An eval loss
-    logged there decides alone: on a fixed eval set it is a function of the weights, so one
-    that repeats itself says the evaluated weights did not change, whatever the train loss
-    (a noisy mean over changing batches) does; without one the train loss's trend decides."""
+    """What the loss did over the evaluations' span, or None when nothing can be said. An
+    eval loss logged there decides alone: on a fixed eval set it is a function of the
+    weights, so whether it moved (the model's decisions did not follow) or held still (the
+    evaluated model did not change), the frozen score is a fault; the train loss, a noisy
+    mean over changing batches, is not asked. Without one the train loss's trend decides."""
     ev = _within(run, "eval_loss", lo, hi)
     if ev is not None:
         return _eval_loss_moved(ev)
@@ -180,7 +192,7 @@ def eval_metric_frozen(run: Run) -> list[Finding] | Skip:
         lo, hi = float(f.series.steps[0]), float(f.series.steps[-1])
         moved = _moved(run, lo, hi)
         if moved is None:
-            continue  # the weights did not visibly move either: the dead-run rules' case
+            continue  # no eval loss, and the train loss did not visibly move: the dead-run rules' case
         rest = len(frozen) - 1
         others = f"; {rest} other held-out metric(s) frozen too" if rest else ""
         return [r.finding(where(run, lo), metric=f.name, value=float(f.series.values[0]), n=len(f.series),

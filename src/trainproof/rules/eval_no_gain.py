@@ -62,8 +62,9 @@ EVAL_NEVER_BETTER = rule(
                               "parts in a thousand can be many noise units and mean nothing."),
         "min_rise_se": Threshold(3.0, "standard errors",
                                  "log(end / first) against the eval curve's own noise "
-                                 "(stats.log_noise_detrended, second differences), the end a "
-                                 "median of up to three evaluations: TP-EVAL-DIVERGE's bar."),
+                                 "(evalcurve.eval_noise: second differences at lags 1 to 3, the "
+                                 "scale of the end, a median of up to three evaluations): "
+                                 "TP-EVAL-DIVERGE's bar and noise."),
         "min_train_fall": Threshold(0.10, "fraction of the train loss at the first evaluation",
                                     "The train loss fell substantially over the steps the eval "
                                     "curve covers (its last tenth, at most five points, against "
@@ -101,7 +102,7 @@ def eval_never_better(run: Run) -> list[Finding] | Skip:
     gain, rise = 1.0 - floor / start, end / start - 1.0
     if gain > r.t("max_gain") or rise < r.t("min_rise"):
         return []
-    sigma = stats.log_noise_detrended(e.values)
+    sigma = ec.eval_noise(e.values)
     se = sigma * np.sqrt(1.0 + stats.MEDIAN_SE**2 / k)
     rise_se = float(np.log(end / start) / se) if se > 0 else float(np.inf)
     then, now = ec.train_then_and_now(t, float(e.steps[0]))
