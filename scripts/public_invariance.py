@@ -116,6 +116,13 @@ _REASONS = {  # run id -> (perturbations, why the move to or from FAIL is right)
         "three points shorter the end sits higher (16-21 % above the start) and the bound falls to 5-7 %: "
         "evidence enough of no progress for TP-DEAD-RUN. No progress either way; the severity moves at the "
         "bar."),
+    "christina00000004__stock_predict__lightning_logs-version_7-metrics": (
+        ("cut1", "cut2", "cut3", "halve_drop_first", "mean_pairs"),
+        "FAIL -> WARN, never PASS, at TP-DEAD-RUN's bound (labelled FAIL: a stock-direction classifier at "
+        "ln 2 for 20 epochs): 27 train points at 5 % noise, a gain of 2.6 % whose upper bound at two "
+        "standard errors is 9.8 %, just under the 10 % band that makes the run dead rather than "
+        "unresolved. One to three points shorter, halved or paired, the bound is 10.7-14.9 % and the "
+        "run is TP-NO-PROGRESS (WARN). No progress either way; the severity moves at the bar."),
     "harmerz__pkm-kc__runs-pose-train2-results": (
         ("halve", "halve_drop_first", "mean_pairs"),
         "FAIL -> WARN, never PASS (labelled FAIL: train and eval both worse, eval 6.9 -> 14.9): "

@@ -2,6 +2,9 @@
 its first evaluation and ended well above it, in its own noise and a declared share, while
 the train loss fell.
 
+A second arm needs no climb: the eval loss never materially better while the train loss fell
+tenfold (fresh14's Keras crop classifier: val at ln 5 throughout, train 1.14 -> 0.028).
+
 The real case is fresh3's medimind LM (shivamgoyal03, labelled broken by its reader: train
 9.76 -> 7.40, eval 9.76 -> 9.705 -> 10.4-10.7), which TP-OVERFIT's 20 % ratio to the eval
 minimum under-reads. It also finds fresh3's yongshuaiy (labelled WARN: eval 1.061 -> 1.052
@@ -134,5 +137,42 @@ def test_a_generated_verdict_survives_how_it_was_logged(seed: int) -> None:
 
 def test_declared_thresholds_are_the_ones_used() -> None:
     r = EVAL_NEVER_BETTER
-    assert (r.t("min_points"), r.t("max_gain"), r.t("min_rise"), r.t("min_rise_se"), r.t("min_train_fall")) == (
-        5, 0.02, 0.05, 3.0, 0.10)
+    assert (r.t("min_points"), r.t("max_gain"), r.t("min_rise"), r.t("min_rise_se"), r.t("min_train_fall"),
+            r.t("tenfold_fall")) == (5, 0.02, 0.05, 3.0, 0.10, 0.90)
+
+
+# ---------------------------------------------------------------- the tenfold arm
+
+CROP = "abhishek07-web__cropdiseaseprediction__results-history"
+
+
+def test_the_classifier_whose_val_loss_never_left_chance_warns() -> None:
+    """fresh14's Keras crop classifier (labelled broken before any tool ran; passed at its first
+    scoring): train 1.14 -> 0.028 while val sits at ln 5 (1.600 -> 1.584) and val accuracy at 1/5."""
+    import tempfile
+    from pathlib import Path
+
+    from trainproof.parsers import read_run
+
+    from .real_logs import DOCS, public_runs
+    doc = next(d for d in DOCS if d["id"] == CROP)
+    with tempfile.TemporaryDirectory() as tmp:
+        (f,) = eval_never_better(read_run(public_runs.rebuild(doc, Path(tmp))))
+    v = f.values
+    assert v["gain"] < 0.02 and v["rise"] < 0 and v["train_fall"] > 0.95 and "tenfold" in v["arm"]
+    assert "eval_accuracy 0.4 -> 0.2" in v["corroboration"]
+
+
+def _flat(level: float = 1.6, n: int = 12, seed: int = 3) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return (level * np.exp(np.r_[0.0, -0.004 * np.linspace(0.2, 1.0, n - 1) + rng.normal(0, 0.002, n - 1)])).tolist()
+
+
+@pytest.mark.parametrize(("fall", "fires"), [(0.85, False), (0.95, True)])
+def test_a_flat_eval_loss_beside_a_tenfold_train_fall(fall: float, fires: bool) -> None:
+    assert _fires(_run(_flat(), train_fall=fall)) is fires
+
+
+def test_a_flat_eval_loss_that_got_better_is_not_this_rule() -> None:
+    better = (1.6 * np.r_[1.0, np.geomspace(0.97, 0.9, 11)]).tolist()
+    assert not _fires(_run(better, train_fall=0.95))

@@ -266,6 +266,41 @@ def test_zeros_with_an_eval_loss_that_did_not_fall_fail():
     assert found(run)["TP-ZERO-LOSS-ONSET"] is Level.FAIL
 
 
+def test_zeros_beside_a_positive_gradient_norm_are_below_the_printed_precision():
+    """A loss that is really 0 has no gradient; one that prints 0.0 beside a gradient norm above
+    0 at every point is below the log's precision, however fast it got there. fresh16's pavan-gl
+    (an HF classifier: 0.0126 at step 500, 0.0 at 4 decimals from step 1000 to 7500, grad norm
+    2.5e-4 -> 1.8e-5 smoothly), labelled WARN before any tool ran, FAILed at its first scoring."""
+    cliff = [0.0126] + [0.0] * 14
+    g = list(np.geomspace(6.8e-4, 1.8e-5, 15))
+    assert "TP-ZERO-LOSS-ONSET" not in found(run_of({"loss": cliff, "grad_norm": g}))
+    # the same cliff with no gradient behind the zeros, or no gradient logged, is a collapse
+    dead = g[:1] + [0.0] * 14
+    assert found(run_of({"loss": cliff, "grad_norm": dead}))["TP-ZERO-LOSS-ONSET"] is Level.FAIL
+    assert found(run_of({"loss": cliff}))["TP-ZERO-LOSS-ONSET"] is Level.FAIL
+    # a gradient logged at only some of the zeros says nothing of the others
+    sparse = run_of({"loss": cliff, "grad_norm": g})
+    sparse.series["grad_norm"] = Series("grad_norm", sparse.series["grad_norm"].steps[:4],
+                                        sparse.series["grad_norm"].values[:4])
+    assert found(sparse)["TP-ZERO-LOSS-ONSET"] is Level.FAIL
+    # the converged tail alone (the log halved without its first point): zeros from the start
+    tail = {"loss": [0.0] * 7, "grad_norm": g[1::2]}
+    assert "TP-ZERO-LOSS" not in found(run_of(tail))
+    assert found(run_of({"loss": [0.0] * 7, "grad_norm": [0.0] * 7}))["TP-ZERO-LOSS"] is Level.FAIL
+
+
+def test_the_public_classifier_that_converged_below_four_decimals():
+    import tempfile
+
+    from .test_public_runs import public_runs
+    stem = ("pavan-gl__transforming-health-governance-an-nlp-approach-for-policy-enhancement__"
+            "results-checkpoint-7500-trainer_state")
+    doc = json.loads((ROOT / "public_runs" / "fresh16" / f"{stem}.json").read_text())
+    with tempfile.TemporaryDirectory() as d:
+        run = read_run(public_runs.rebuild(doc, Path(d)))
+    assert run.get("loss").values[1:].max() == 0.0 and "TP-ZERO-LOSS-ONSET" not in found(run)
+
+
 # ---------------------------------------------------------------- TP-ZERO-LR-PARTIAL
 
 def test_a_cyclic_schedule_touching_zero_at_logged_steps_is_the_schedule():

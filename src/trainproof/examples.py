@@ -35,9 +35,12 @@ def run_from(data: Mapping[str, Sequence[float]], path: str = "example.jsonl") -
 @example_subject("single_run")
 def _single(data: Mapping[str, Any]) -> tuple[str, Run]:
     """Metric series; "vocab" (and "width") say what a config.json would, "meta" what the
-    reader and the files beside the log put in the Run's meta (parsers/beside.py)."""
-    series = {k: v for k, v in data.items() if k not in ("vocab", "width", "meta")}
+    reader and the files beside the log put in the Run's meta (parsers/beside.py), "format"
+    which reader read it (rules that know how a writer logs ask it)."""
+    series = {k: v for k, v in data.items() if k not in ("vocab", "width", "meta", "format")}
     run = run_from(series)
+    if "format" in data:
+        run = replace(run, format=data["format"])
     if "meta" in data:
         run = replace(run, meta={**run.meta, **data["meta"]})
     if "vocab" in data:

@@ -141,12 +141,21 @@ def _within(run: Run, name: str, lo: float, hi: float) -> np.ndarray | None:
     return v if v.size >= 2 else None
 
 
+def held_still(v: np.ndarray) -> tuple[bool, float, float]:
+    """(whether the eval loss `v` stayed within TP-FLAT's band of its median or the log's
+    printed precision, its range, that band). One printed digit's step is still: 0.75 and 0.76
+    in a two-decimal log can be values a hair apart (the comparison allows for 0.76 - 0.75
+    landing a float's rounding above 0.01)."""
+    spread = float(v.max() - v.min())
+    band = max(FLAT.t("rel_range") * abs(float(stats.median(v))), printed_resolution(v))
+    return spread <= band * (1.0 + 1e-9), spread, band
+
+
 def _eval_loss_moved(v: np.ndarray) -> str:
     """How the eval loss `v` (its values within the evaluations' span) behaved: moved
     beyond TP-FLAT's band and the log's printed precision, or held still within it."""
-    spread = float(v.max() - v.min())
-    band = max(FLAT.t("rel_range") * abs(float(stats.median(v))), printed_resolution(v))
-    if spread <= band:
+    still, _, band = held_still(v)
+    if still:
         return (f"the eval loss held still too, {v.min():.6g}-{v.max():.6g} (within {band:.2g}): "
                 "the evaluated model did not change")
     return f"the eval loss went {v[0]:.4g} -> {v[-1]:.4g} (range {v.min():.4g}-{v.max():.4g})"
@@ -199,3 +208,71 @@ def eval_metric_frozen(run: Run) -> list[Finding] | Skip:
                           first=lo, last=hi, others=others, moved=moved)]
     return []
 
+
+
+# ---------------------------------------------------------------- the eval loss alone
+
+EVAL_LOSS_FROZEN = rule(
+    id="TP-EVAL-LOSS-FROZEN", level=Level.WARN, group=G,
+    title="The eval loss held still at every evaluation: the evaluated model's outputs on "
+    "held-out data never changed.",
+    evidence="eval loss {low:.6g}-{high:.6g} at all {n} evaluations, steps {first:g}-{last:g}: a range "
+    "of {spread:.3g}, within {band:.3g} ({limit_rel_range:.1%} of its median, or the log's printed "
+    "precision); train loss {train}",
+    summary="The eval loss stays within TP-FLAT's band of its median (or the log's printed "
+    "precision) at every one of five or more evaluations, from the first.",
+    why="On a fixed eval set the eval loss is a function of the weights: training that changes "
+    "them moves it, up or down, by more than a part in a thousand over four or more intervals of "
+    "training. One that holds still says the model evaluated never changed what it outputs: an "
+    "LR of 0 or too small to move the weights, an optimizer that never stepped (gradient "
+    "accumulation longer than the run), frozen parameters, a model that outputs a constant "
+    "whatever its input (a regressor predicting the mean, a classifier the prior), or an "
+    "evaluation of a copy that training never updates. On the public runs every eval loss that "
+    "held still this way belongs to a run its reader labelled broken (a dozen, of six writers) "
+    "or one that barely learned, and on the galleries to the LR-0 runs.",
+    fix="Check the learning rate and that the optimizer steps (gradient accumulation, a "
+    "scheduler at 0, parameters with requires_grad); print a few held-out predictions: one "
+    "value for every input is a collapsed model; check the eval loop runs on the current "
+    "weights.",
+    thresholds={
+        "min_points": EVAL_METRIC_FROZEN.thresholds["min_points"],
+        "rel_range": FLAT.thresholds["rel_range"],
+    },
+    fires=Example({"steps": [1, 2, 3, 4, 5, 6, 7, 8],
+                   "loss": [0.01356, 0.01345, 0.01344, 0.01345, 0.01383, 0.01344, 0.01344, 0.01345],
+                   "val_loss": [0.016369, 0.016370, 0.016370, 0.016371, 0.016370, 0.016369, 0.016370, 0.016370]},
+                  note="a regressor that predicts a constant: its val loss the same to four digits"),
+    passes=Example({"steps": [1, 2, 3, 4, 5, 6, 7, 8],
+                    "loss": [0.0136, 0.0121, 0.0113, 0.0108, 0.0104, 0.0101, 0.0099, 0.0098],
+                    "val_loss": [0.0164, 0.0150, 0.0143, 0.0139, 0.0137, 0.0136, 0.0136, 0.0137]},
+                   note="the same regressor learning"),
+    limits="Fewer than five evaluations are not judged, nor a log of several appended runs. "
+    "Where a held-out score froze beside it, TP-EVAL-METRIC-FROZEN reports both. A run that "
+    "converged before its first evaluation and trains on at an LR too small to move anything "
+    "is reported: its evaluations are spent on a model that does not change.",
+)
+
+
+@check("eval-loss-frozen", EVAL_LOSS_FROZEN, after="eval-frozen")
+def eval_loss_frozen(run: Run) -> list[Finding] | Skip:
+    r = EVAL_LOSS_FROZEN
+    ev = run.get("eval_loss")
+    e = ev.finite_only() if ev is not None else None
+    if e is None:
+        return Skip(SkipKind.NO_DATA, "no eval_loss in the log")
+    if len(e) < r.t("min_points"):
+        return Skip(SkipKind.TOO_FEW, f"{len(e)} finite eval points, needs {r.t('min_points'):g}")
+    if isinstance(run.meta.get("appended"), dict):
+        return Skip(SkipKind.DEGENERATE, "the log holds several appended runs")
+    v = e.values
+    still, spread, band = held_still(v)
+    if not still:
+        return []
+    score = eval_metric_frozen(run)
+    if not isinstance(score, Skip) and score:
+        return Skip(SkipKind.COVERED, "TP-EVAL-METRIC-FROZEN reports the frozen score beside it")
+    lo, hi = float(e.steps[0]), float(e.steps[-1])
+    t = _within(run, "loss", lo, hi)
+    train = f"{t[0]:.4g} -> {t[-1]:.4g} meanwhile" if t is not None else "not logged over those steps"
+    return [r.finding(where(run, lo), low=float(v.min()), high=float(v.max()), n=len(e), first=lo, last=hi,
+                      spread=spread, band=band, train=train)]

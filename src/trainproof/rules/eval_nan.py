@@ -37,14 +37,57 @@ EVAL_NAN_TRANSIENT = rule(
 )
 
 
+# Writers whose logged train loss is a plain mean over the epoch's batches, with nothing that
+# drops or replaces a non-finite one: weights gone NaN show as a NaN train loss in the next
+# row (Ultralytics' running mean of the batch loss items; Keras' epoch logs, which its own
+# TerminateOnNaN reads). HF's Trainer is not one: logging_nan_inf_filter logs a NaN batch as
+# the interval's average, so its train loss can stay finite after the weights went NaN.
+UNFILTERED_TRAIN_LOSS = ("ultralytics", "keras")
+
+EVAL_NAN_ALWAYS = rule(
+    id="TP-EVAL-NAN-TO-END", level=Level.WARN, group=G,
+    title="The eval loss is NaN or Inf to the end while the training loss, computed after it from "
+    "the same weights, stays finite: the evaluation's arithmetic, not the model.",
+    evidence="{count} non-finite eval_loss value(s) of {n}, from step {step} ({value}) to the last "
+    "evaluation; all {n_train} training loss values are finite, {after} of them logged after the "
+    "first non-finite evaluation, by a writer that logs non-finite train losses as they are ({writer})",
+    summary="An eval loss non-finite at every evaluation from some step to the end (often all of "
+    "them), beside a train loss finite at every point, logged by a writer that does not filter "
+    "non-finite train losses.",
+    why="Weights that went NaN or Inf make every later forward pass non-finite. A train loss "
+    "computed after a non-finite evaluation, from the very weights that were evaluated, and "
+    "finite, says those weights were finite: the evaluation's own arithmetic produced the "
+    "value - a validation loss never computed (YOLO runs whose val losses are NaN at all 140 "
+    "or 200 epochs while mAP climbs to 0.46 or 0.83), an empty set, a division by zero. The "
+    "model is not broken, but the eval loss is no use: best-checkpoint and early-stopping "
+    "choices made on it are arbitrary.",
+    fix="Find why the evaluation's loss is not finite (an empty or all-ignored eval batch, a "
+    "loss reduced over zero elements, a mismatch between the eval targets and the loss); select "
+    "checkpoints on a metric that is finite meanwhile.",
+    thresholds={"min_train_after": Threshold(
+        1, "train loss points",
+        "At least one finite train loss logged after the first non-finite evaluation: its "
+        "weights were used again, and gave a finite loss.")},
+    fires=Example({"loss": [2.0, 1.8, 1.7, 1.6, 1.5], "eval_loss": [float("nan")] * 5, "format": "ultralytics"},
+                  note="an Ultralytics results.csv"),
+    passes=Example({"loss": [2.0, 1.8, 1.7, 1.6, 1.5], "eval_loss": [2.1, 1.9, 1.8, 1.75, 1.7]}),
+    limits="Only for the writers named in UNFILTERED_TRAIN_LOSS (Ultralytics' results.csv, Keras "
+    "History); elsewhere - HF's Trainer filters non-finite train losses by default, a generic "
+    "CSV says nothing of how its losses were reduced - such an eval loss is TP-NAN's (FAIL).",
+)
+
+
 def came_back(run: Run, s: Series) -> Finding | None:
-    """TP-EVAL-NAN-TRANSIENT for an eval loss `s` whose non-finite values were followed by
-    finite ones to the end, beside a training loss finite throughout; None when TP-NAN owns it."""
+    """The finding that owns an eval loss `s` with non-finite values beside a training loss
+    finite throughout: TP-EVAL-NAN-TRANSIENT when finite ones follow to the end,
+    TP-EVAL-NAN-TO-END when it is non-finite to the end but a writer that does not filter
+    the train loss logged finite ones after it; None when TP-NAN owns it."""
     train = run.get("loss")
-    if s.name != "eval_loss" or train is None or len(train) == 0 or not stats.all_finite(train.values) \
-            or not bool(s.finite[-1]):
+    if s.name != "eval_loss" or train is None or len(train) == 0 or not stats.all_finite(train.values):
         return None
     bad = np.flatnonzero(~s.finite)
+    if not bool(s.finite[-1]):
+        return _never_back(run, s, train, bad)
     back = int(bad[-1]) + 1
     return EVAL_NAN_TRANSIENT.finding(where(run, s.steps[bad[0]]), count=int(bad.size), n=len(s),
                                    step=float(s.steps[bad[0]]), value=float(s.values[bad[0]]),
@@ -52,7 +95,19 @@ def came_back(run: Run, s: Series) -> Finding | None:
                                    tail=len(s) - back, n_train=len(train))
 
 
-@check("eval-nan", EVAL_NAN_TRANSIENT, after="nan")
+def _never_back(run: Run, s: Series, train: Series, bad: np.ndarray) -> Finding | None:
+    if run.format not in UNFILTERED_TRAIN_LOSS:
+        return None
+    after = int(np.count_nonzero(train.steps > s.steps[bad[0]]))
+    if after < EVAL_NAN_ALWAYS.t("min_train_after"):
+        return None
+    first_of_tail = int(np.flatnonzero(s.finite)[-1]) + 1 if s.finite.any() else 0
+    return EVAL_NAN_ALWAYS.finding(where(run, s.steps[first_of_tail]), count=int(bad.size), n=len(s),
+                                   step=float(s.steps[first_of_tail]), value=float(s.values[first_of_tail]),
+                                   n_train=len(train), after=after, writer=run.format)
+
+
+@check("eval-nan", EVAL_NAN_TRANSIENT, EVAL_NAN_ALWAYS, after="nan")
 def eval_nan_transient(run: Run) -> list[Finding]:
     s = run.get("eval_loss")
     if s is None or stats.all_finite(s.values):

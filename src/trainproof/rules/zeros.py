@@ -29,7 +29,10 @@ ZERO_LOSS = rule(
                                         "coincidence.")},
     fires=Example({"loss": [0.0] * 6}),
     passes=Example({"loss": [0.5, 0.4, 0.3, 0.2, 0.1, 0.05]}),
-    limits="A policy-gradient log (GRPO, RLOO, PPO) that logs a reward is not judged: its loss is "
+    limits="A gradient norm logged beside every zero and above 0 at each says the loss was below "
+    "the log's printed precision, not 0 (a loss that is really 0 has no gradient): not judged "
+    "here (a log cut to its converged tail, fresh16's pavan-gl halved). A policy-gradient log "
+    "(GRPO, RLOO, PPO) that logs a reward is not judged: its loss is "
     "a surrogate of zero-mean advantages, logged as 0.0 at 4 decimals on most steps of a healthy "
     "run (every other point of such a run can be exactly 0); its reward is the curve "
     "(TP-RL-REWARD-FLAT).",
@@ -45,7 +48,8 @@ ZERO_LOSS_ONSET = rule(
     "no trainable tokens, or HF's NaN filter logging 0.0 for NaN losses. A loss that "
     "converged below what the log prints (HF rounds to 4 decimals; float32 cross-entropy "
     "underflows to 0) reaches the zeros gradually, with finite gradients and an eval loss "
-    "that fell too: that is a finished fit, not a fault.",
+    "that fell too: that is a finished fit, not a fault. A gradient norm above 0 at every zero "
+    "says the same however fast the loss got there: a loss that is really 0 has no gradient.",
     fix="Inspect the batches after that step; check grad_norm there for NaN/Inf.",
     thresholds={
         "min_tail": Threshold(5, "points", "A shorter run of zeros can be a few empty batches, "
@@ -97,6 +101,19 @@ def printed_resolution(values: np.ndarray) -> float:
     return 10.0 ** -d if d <= r.t("rounded_decimals") else r.t("fp32_resolution")
 
 
+def _gradient_flows(run: Run, onset: float, zeros: int) -> bool:
+    """A gradient norm logged beside the zeros (at least as many points as there are zeros),
+    finite and above 0 at every one: a loss that really is 0 has no gradient (a masked or
+    disconnected loss gives exactly 0, a filtered NaN gives NaN), so a positive one says the
+    loss was below what the log prints, however fast it got there (fresh16's pavan-gl: 0.0126
+    at step 500, 0.0 from step 1000 at 4 decimals, grad norm 2.5e-4 -> 1.8e-5 smoothly)."""
+    g = run.get("grad_norm")
+    if g is None:
+        return False
+    after = g.values[g.steps >= onset]
+    return bool(after.size >= zeros and np.all(np.isfinite(after)) and np.all(after > 0))
+
+
 def _zero_onset_reason(run: Run, s: Series, i: int) -> str | None:
     """Why the zeros from index i on are a fault, or None when they are a converged loss
     printed at the log's precision with the eval loss in view."""
@@ -109,7 +126,8 @@ def _zero_onset_reason(run: Run, s: Series, i: int) -> str | None:
     resolution = printed_resolution(s.values[:i])
     lead = float(stats.median(np.abs(s.values[max(0, i - int(r.t("min_tail"))):i])))
     start = float(s.values[0])
-    if lead > r.t("approach") * resolution or lead > r.t("fallen") * abs(start):
+    if (lead > r.t("approach") * resolution or lead > r.t("fallen") * abs(start)) \
+            and not _gradient_flows(run, onset, len(s) - i):
         return (f"it dropped from {lead:.3g} (median of the points before; {lead / resolution:.0f}x the "
                 f"{resolution:.2g} the log resolves, {lead / abs(start):.1%} of its first value): a cliff, "
                 "not convergence")
@@ -130,9 +148,9 @@ def loss_exactly_zero(run: Run) -> list[Finding] | Skip:
     if isinstance(s, Skip):
         return s
     if not s.values.any():  # every value exactly 0 (either sign; the values are finite)
-        if len(s) >= ZERO_LOSS.t("min_points"):
+        if len(s) >= ZERO_LOSS.t("min_points") and not _gradient_flows(run, float(s.steps[0]), len(s)):
             return [ZERO_LOSS.finding(where(run), n=len(s))]
-        return []
+        return []  # a gradient above 0 beside every zero: a loss below the printed precision
     # the zeros after the last non-zero, found from the end a chunk at a time (no 5M-point masks, #14)
     tail = len(s) - 1 - stats.last_where(s.values, lambda v: v != 0.0)
     if tail < ZERO_LOSS_ONSET.t("min_tail"):
