@@ -122,7 +122,7 @@ class Template:
                            count=len(rows) * width)
         return flat.reshape(len(rows), width)
 
-    def decode_lines(self, text: bytes, lines: int) -> list[Any] | None:
+    def decode_lines(self, text: bytes | memoryview, lines: int) -> list[Any] | None:
         """The rows of `lines` newline-ended lines of JSON objects, one row per line, or
         None as decode() says it. Read where they lie: no array text to build (two copies
         of every block, #14). msgspec reads whitespace-separated values, so a line holding
@@ -139,7 +139,7 @@ class Template:
             return None
         return rows if len(rows) == lines else None
 
-    def numbers_lines(self, text: bytes, lines: int) -> np.ndarray | None:
+    def numbers_lines(self, text: bytes | memoryview, lines: int) -> np.ndarray | None:
         """decode_lines' rows as one float64 array of a row per key (in `keys` order) and
         a column per line, NaN where a line has no value (there is no other NaN: see
         _NUMBER), when every value is a number; None otherwise (decode_lines decides).
@@ -206,7 +206,7 @@ class _Packed:
         if [whole[f - 1] for f in self._fields] != [0xCB] * len(keys) or got != [i + 0.5 for i in range(len(keys))]:
             self._fields = []  # a layout other than the one expected: never used
 
-    def decode(self, text: bytes, lines: int, ms: Any) -> np.ndarray | None:
+    def decode(self, text: bytes | memoryview, lines: int, ms: Any) -> np.ndarray | None:
         if not self._fields:
             return None
         try:
