@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from operator import attrgetter
@@ -45,6 +46,7 @@ MAX_KEYS = 256  # a row with more distinct keys than this is not a metrics row: 
 
 
 _REWRITTEN = frozenset({SWIFT_KEY, LLAMAFACTORY_STEP, LLAMAFACTORY_TOTAL})
+_NAMEABLE = re.compile(r'[^"\\\x00-\x1f]*')  # what msgspec accepts as a field's name
 # No bool (so the conversion may skip its bool scan), no object or list (nothing to flatten).
 _CELL = int | float | str | None
 # Cells of a numbers-only block: no string either, so a NaN in its matrix is a missing
@@ -72,12 +74,18 @@ class Template:
 
     def learn(self, rows: Iterable[dict[str, Any]]) -> None:
         """Add the keys of rows the general path decoded (never a progress field: rows
-        that carry one are rewritten by progress.lift, so they stay on the general path)."""
+        that carry one are rewritten by progress.lift, so they stay on the general path).
+        A key msgspec cannot name a field (a `"`, a backslash or a control character in
+        it: defstruct refuses it) is not learnt either, and its rows stay on the general
+        path too (it made the reader fail with an internal error)."""
         if msgspec is None or len(self.keys) >= MAX_KEYS:
             return
         known = set(self.keys)
         new = set().union(*rows) - known - _REWRITTEN if rows else set()
         if not new or len(known) + len(new) > MAX_KEYS or not all(type(k) is str for k in new):
+            return
+        new = {k for k in new if _NAMEABLE.fullmatch(k)}
+        if not new:
             return
         self.keys = (*self.keys, *sorted(new))
         self._decoder = self._lines = self._numeric = self._packed = None
