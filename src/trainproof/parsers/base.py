@@ -312,3 +312,54 @@ def bounded_lines(fh: BinaryIO, max_line: int) -> Iterator[bytes | None]:
             yield None
             continue
         yield line
+
+
+class LineViews:
+    """LineBlocks' blocks (the same bytes, the same oversized lines skipped and counted,
+    the same tail), each as a memoryview into one buffer reused from block to block and
+    valid until the next one is asked for: no new bytes objects per block (LineBlocks
+    makes two copies of every block, `block[:cut]` and `rest + head`), and no block-sized
+    allocation to leave freed heap behind (#14). The buffer grows only for a line longer
+    than a block."""
+
+    def __init__(self, fh: BinaryIO, size: int, max_line: int) -> None:
+        self._fh, self._size, self._max = fh, size, max_line
+        self.oversized = 0
+        self.tail = b""
+
+    def __iter__(self) -> Iterator[memoryview]:
+        size = self._size
+        buf = bytearray(2 * size)
+        start = end = 0  # buf[start:end]: the bytes after the last newline so far
+        skipping = False
+        while True:
+            if start:  # move what is left of the last line to the front
+                buf[: end - start] = buf[start:end]
+                end, start = end - start, 0
+            if len(buf) - end < size:
+                buf.extend(bytes(len(buf)))  # a line longer than a block: twice the room
+            with memoryview(buf) as room:
+                got = self._fh.readinto(room[end: end + size])
+            if not got:
+                break
+            cut = buf.rfind(b"\n", end, end + got)
+            end += got
+            if cut < 0:
+                if skipping:
+                    end = 0
+                elif end > self._max:
+                    end, skipping = 0, True
+                continue
+            first = start
+            if skipping:  # the rest of an oversized line
+                first, skipping = buf.find(b"\n", 0, cut + 1) + 1, False
+                self.oversized += 1
+            with memoryview(buf) as whole:
+                view = whole[first: cut + 1]
+            yield view
+            view.release()  # raises if the caller kept an export of it: the buffer is reused
+            start = cut + 1
+        if skipping:
+            self.oversized += 1
+        else:
+            self.tail = bytes(buf[start:end])

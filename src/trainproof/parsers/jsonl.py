@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from trainproof.parsers.base import Columns, LineBlocks, RawLog, require_file
+from trainproof.parsers.base import Columns, LineViews, RawLog, require_file
 from trainproof.parsers.columns import looks_like_metric
 from trainproof.parsers.compressed import open_log
 from trainproof.parsers.jsonutil import loads, may_have_bools
 from trainproof.parsers.progress import Planned, lift
-from trainproof.parsers.rows import add_columns, add_rows, find_step_key, flatten
+from trainproof.parsers.rows import add_by_key, add_columns, add_rows, find_step_key, flatten
 from trainproof.parsers.typed import Template
 
 NAME = "jsonl"
@@ -108,31 +108,63 @@ def decode_block(chunk: bytes, tally: Tally, planned: Planned) -> list[dict[str,
     return rows
 
 
-def _typed_block(chunk: bytes, template: Template) -> list[Any] | None:
-    """The rows of a block of flat records of known keys, decoded without dicts; None when
-    the block holds anything else (typed.py: the decoder's types do the checking). Decoded
-    where it lies, one row per line (no array text built: two copies of every block, #14).
-    A line reader strips blank lines and surrounding whitespace, which the decoder would
-    read as separators: so every line must start the block with `{` or follow a newline
-    that closes an object (`}` or `}\r` before each newline - a JSON string holds no raw
-    newline, so each one is between lines). Byte tests in numpy: bytes.find and count
-    crawl through a block of short lines at ~1 ms per MiB for a two-byte pattern."""
-    if chunk[:1] != b"{":
+def _typed_lines(chunk: bytes | memoryview) -> int | None:
+    """The number of lines of a block the typed decoders may read where it lies (one row
+    per line: no array text built, two copies of every block, #14), or None when they
+    may not. A line reader strips blank lines and surrounding whitespace, which the
+    decoders would read as separators: so every line must start the block with `{` or
+    follow a newline that closes an object (`}` or `}\r` before each newline - a JSON
+    string holds no raw newline, so each one is between lines); the decoders then refuse
+    a row count other than this line count (a line of two objects). Byte tests in numpy:
+    bytes.find and count crawl through a block of short lines at ~1 ms per MiB for a
+    two-byte pattern. The common case first: as many `}\n` pairs as newlines, counted
+    as 16-bit words at even and at odd offsets (no array of the newlines' positions)."""
+    size = len(chunk)
+    if size < 2 or chunk[0] != _OPEN:
         return None
     raw = np.frombuffer(chunk, dtype=np.uint8)
-    ends = np.flatnonzero(raw == _NL)
-    before = raw[ends - 1]  # ends[0] >= 1: the block starts with "{"
-    if not (before == _CLOSE).all() and not ((before == _CLOSE) | ((before == _CR) & (raw[ends - 2] == _CLOSE))).all():
-        return None
-    return template.decode_lines(chunk, ends.size + (chunk[-1:] != b"\n"))
+    lines = int(np.count_nonzero(raw == _NL))
+    even = np.frombuffer(chunk, dtype=np.uint16, count=size // 2)
+    odd = np.frombuffer(chunk, dtype=np.uint16, offset=1, count=(size - 1) // 2)
+    if np.count_nonzero(even == _PAIR) + np.count_nonzero(odd == _PAIR) != lines:
+        ends = np.flatnonzero(raw == _NL)
+        before = raw[ends - 1]  # ends[0] >= 1: the block starts with "{"
+        if not ((before == _CLOSE) | ((before == _CR) & (raw[ends - 2] == _CLOSE))).all():
+            return None
+    return lines + (chunk[-1] != _NL)
 
 
-_NL, _CR, _CLOSE = ord("\n"), ord("\r"), ord("}")
+_NL, _CR, _OPEN, _CLOSE = ord("\n"), ord("\r"), ord("{"), ord("}")
+_PAIR = int(np.frombuffer(b"}\n", dtype=np.uint16)[0])  # the two bytes as one word, in this machine's order
+
+
+class _Backoff:
+    """When to try Template.numbers_lines: on every block while it reads them, and after
+    it refuses one (a null, a string, a new key: the block is decoded again another way),
+    only on every 2nd, 4th, ... 64th block, so that a log where most blocks hold a string
+    pays for the refused decode on few of them. It decides speed only: every block is
+    read alike whichever decoder reads it."""
+
+    __slots__ = ("_skip", "_wait")
+
+    def __init__(self) -> None:
+        self._wait = self._skip = 0
+
+    def ready(self) -> bool:
+        if self._skip:
+            self._skip -= 1
+            return False
+        return True
+
+    def worked(self, ok: bool) -> None:
+        self._wait = 0 if ok else min(64, max(1, 2 * self._wait))
+        self._skip = self._wait
 
 
 def read(path: Path) -> RawLog:
     require_file(path)
     cols, tally, planned, template = Columns(), Tally(), Planned(), Template()
+    numbers = _Backoff()
     step_key: str | None = None
     decided = False
     half_written = False
@@ -147,10 +179,19 @@ def read(path: Path) -> RawLog:
         tally.records += len(rows)
         template.learn(rows)
 
-    def take_block(chunk: bytes) -> None:
-        typed = _typed_block(chunk, template) if decided else None
+    def take_block(chunk: memoryview) -> None:
+        n_lines = _typed_lines(chunk) if decided else None
+        if n_lines is not None and numbers.ready():
+            by_key = template.numbers_lines(chunk, n_lines)
+            numbers.worked(by_key is not None)
+            if by_key is not None:
+                add_by_key(by_key, template.keys, cols, tally.records, step_key)
+                tally.records += by_key.shape[1]
+                return
+        typed = None if n_lines is None else template.decode_lines(chunk, n_lines)
         if typed is None:
-            take(decode_block(chunk, tally, planned), chunk)
+            raw = bytes(chunk)
+            take(decode_block(raw, tally, planned), raw)
         elif typed:
             add_columns(typed, template.keys, lambda key: template.column(typed, key), cols, tally.records,
                         step_key, may_have_bools=False,  # the typed rows hold no boolean
@@ -158,7 +199,7 @@ def read(path: Path) -> RawLog:
             tally.records += len(typed)
 
     with open_log(path) as fh:
-        lines = LineBlocks(fh, BLOCK, MAX_LINE)
+        lines = LineViews(fh, BLOCK, MAX_LINE)
         for chunk in lines:
             take_block(chunk)
         tally.oversized += lines.oversized

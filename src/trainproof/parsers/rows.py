@@ -211,3 +211,31 @@ def add_matrix(matrix: np.ndarray, keys: tuple[str, ...], cols: Columns, step_ke
         elif not gaps.all():
             keep = ~gaps
             cols.extend(key, steps[keep], values[keep])
+
+
+def add_by_key(by_key: np.ndarray, keys: tuple[str, ...], cols: Columns, first_index: int,
+               step_key: str | None) -> None:
+    """The columns of typed.Template.numbers_lines' array (a row of values per key, NaN
+    where a line has no value: there is no other NaN or Inf): what add_columns adds for the
+    same rows. A line without a step takes the previous line's, or its index when no
+    earlier line of the block has one (steps_for)."""
+    n = by_key.shape[1]
+    if step_key in keys:
+        steps = by_key[keys.index(step_key)]
+        have = ~np.isnan(steps)
+        if not have.all():
+            carry = np.where(have, np.arange(n), -1)
+            np.maximum.accumulate(carry, out=carry)
+            steps = np.where(carry >= 0, steps[np.maximum(carry, 0)],
+                             np.arange(first_index, first_index + n, dtype=np.float64))
+    else:  # no step key, or one no row of the template had: every line's index
+        steps = np.arange(first_index, first_index + n, dtype=np.float64)
+    for key, values in zip(keys, by_key, strict=True):
+        if key == step_key:
+            continue
+        gaps = np.isnan(values)
+        if not gaps.any():
+            cols.extend(key, steps, values)
+        elif not gaps.all():
+            keep = ~gaps
+            cols.extend(key, steps[keep], values[keep])
