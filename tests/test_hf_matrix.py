@@ -454,3 +454,59 @@ def test_a_summary_anywhere_in_any_slice_is_meta_on_every_path(way: str, tmp_pat
     # the fast path was taken for most slices; not for one holding an entry without a loss
     # value where run totals are known keys (null or missing, it cannot tell: _fits)
     assert (len(matrices) > 50) if way == "matrix" else (decodes.count(True) > 50 and not matrices)
+
+
+def _numbers_both_ways(template: typed.Template, text: bytes,
+                       monkeypatch: pytest.MonkeyPatch) -> tuple[np.ndarray | None, np.ndarray | None, bool]:
+    """numbers() with the MessagePack conversion (typed._Packed) and with it switched off
+    (the rows converted cell by cell), and whether the packed conversion answered."""
+    answered: list[bool] = []
+    columns = typed._Packed.columns
+    with monkeypatch.context() as m:
+        m.setattr(typed._Packed, "columns",
+                  lambda self, rows: answered.append((r := columns(self, rows)) is not None) or r)
+        packed = template.numbers(text)
+    with monkeypatch.context() as m:
+        m.setattr(typed._Packed, "of", classmethod(lambda cls, *a: None))
+        template._numeric = None  # rebuilt without the packed conversion
+        cells = template.numbers(text)
+        template._numeric = None
+    return packed, cells, bool(answered) and answered[0]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_packed_conversion_gives_the_cell_by_cell_matrix(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """typed._Packed against the cell-by-cell conversion it replaces: the same matrix, bit
+    for bit (NaN where a key is missing, -0.0, integers as floats), over key sets of 1-40
+    keys (a map header of 1 or 3 bytes), keys of 1-300 characters (string headers of 1, 2
+    and 3 bytes), and 0-70,000 rows (array headers of 1, 3 and 5 bytes); a null anywhere
+    makes the packed conversion decline (the length differs), and the cells decide."""
+    rng = random.Random(seed)
+    width = rng.choice([1, 2, 5, 15, 16, 17, 40])
+    keys = [f"k{i}_" + "x" * rng.choice([0, 3, 30, 31, 32, 260]) for i in range(width)]
+    keys[0] = "step"
+    template = typed.Template()
+    template.learn([dict.fromkeys(keys, 1.0)])
+    big = rng.choice([65535, 65536, 70000]) if width <= 5 else 2000  # array 16 / array 32 headers
+    for n in (0, 1, 15, 16, 17, big, 300):
+        entries = []
+        for _ in range(n):
+            row: dict[str, object] = {}
+            for k in keys:
+                pick = rng.random()
+                if pick < 0.2:
+                    continue  # missing: NaN in the matrix
+                row[k] = (rng.choice([0.0, -0.0, 0, 1e-300, -1e300, 2**53 + 1, -7, 10**20, 5e-324])
+                          if pick < 0.4 else rng.uniform(-10, 10))
+            entries.append(row)
+        with_null = n > 0 and n == 300
+        if with_null:
+            entries[rng.randrange(n)][keys[rng.randrange(width)]] = None
+        text = json.dumps(entries).encode()
+        packed, cells, answered = _numbers_both_ways(template, text, monkeypatch)
+        assert packed is not None and cells is not None
+        assert packed.shape == cells.shape == (n, width)
+        assert np.array_equal(packed, cells, equal_nan=True)
+        assert np.array_equal(np.signbit(packed), np.signbit(cells))
+        assert answered is not with_null  # declined exactly where a cell is None
+
