@@ -510,3 +510,25 @@ def test_packed_conversion_gives_the_cell_by_cell_matrix(seed: int, monkeypatch:
         assert np.array_equal(np.signbit(packed), np.signbit(cells))
         assert answered is not with_null  # declined exactly where a cell is None
 
+
+
+@pytest.mark.parametrize("odd", ['a"b', "a\\b", "a\tb", "\x00"])
+def test_a_key_msgspec_cannot_name_is_read_the_general_way(odd: str, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key holding a quote, a backslash or a control character cannot name a msgspec
+    struct field: learning it raised ValueError and the valid file was refused (exit 2). It
+    is not learnt now; its rows go the general way, every other row the fast ways, and the
+    file reads as with msgspec off (and as its own whole decode)."""
+    monkeypatch.setattr(hf, "SLICE", 4096)
+    entries: list[dict[str, object]] = []
+    for i in range(1, 400):
+        entry: dict[str, object] = {"epoch": i / 100, "loss": 3 - i / 1000, "step": i}
+        if i % 3 == 0 or 150 < i < 250:
+            entry[odd] = float(i)
+        entries.append(entry)
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"global_step": 399, "log_history": entries}, indent=2))
+    fast, before, general, _ = _three(path, monkeypatch)
+    _same(fast, general)
+    _same(before, general)
+    assert fast.columns[odd][1].tolist() == [float(e[odd]) for e in entries if odd in e]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
@@ -43,6 +44,7 @@ def _msgspec() -> Any:
 
 
 MAX_KEYS = 256  # a row with more distinct keys than this is not a metrics row: no struct
+_UNNAMEABLE = re.compile(r'["\\\x00-\x1f]')  # what msgspec refuses in a field's name
 
 
 _REWRITTEN = frozenset({SWIFT_KEY, LLAMAFACTORY_STEP, LLAMAFACTORY_TOTAL})
@@ -79,6 +81,12 @@ class Template:
         known = set(self.keys)
         new = set().union(*rows) - known - _REWRITTEN if rows else set()
         if not new or len(known) + len(new) > MAX_KEYS or not all(type(k) is str for k in new):
+            return
+        # msgspec refuses a field named with a quote, a backslash or a control character
+        # (ValueError building the struct: such a valid log was refused, exit 2). Not learnt,
+        # such a key makes its rows fail the typed decoders: they go the general way.
+        new = {k for k in new if not _UNNAMEABLE.search(k)}
+        if not new:
             return
         self.keys = (*self.keys, *sorted(new))
         self._decoder = self._lines = self._numeric = self._packed = None
