@@ -532,3 +532,29 @@ def test_a_key_msgspec_cannot_name_is_read_the_general_way(odd: str, tmp_path: P
     _same(fast, general)
     _same(before, general)
     assert fast.columns[odd][1].tolist() == [float(e[odd]) for e in entries if odd in e]
+
+
+def test_matrix_columns_with_the_same_gaps_share_one_steps_buffer() -> None:
+    """rows.add_matrix hands columns whose gaps fall in the same rows (train keys, absent
+    from eval rows) one steps array, so Columns keeps one steps buffer for them; columns
+    with other gaps get their own steps, and every column's points are its non-NaN cells."""
+    from trainproof.parsers.base import Columns
+
+    nan = math.nan
+    keys = ("eval_loss", "grad_norm", "loss", "step")
+    cols = Columns()
+    for base in (0.0, 10.0):
+        matrix = np.array([[nan, 1.0, 2.0, base + 1], [nan, 3.0, 4.0, base + 2], [5.0, nan, nan, base + 3],
+                           [nan, nan, 6.0, base + 4]])
+        rows.add_matrix(matrix, keys, cols, "step")
+    out = cols.arrays()
+    assert out["grad_norm"][0].tolist() == [1, 2, 11, 12] and out["grad_norm"][1].tolist() == [1, 3, 1, 3]
+    assert out["loss"][0].tolist() == [1, 2, 4, 11, 12, 14] and out["loss"][1].tolist() == [2, 4, 6, 2, 4, 6]
+    assert out["eval_loss"][0].tolist() == [3, 13] and out["eval_loss"][1].tolist() == [5, 5]
+    assert not np.shares_memory(out["loss"][0], out["grad_norm"][0])  # other gaps
+    same = np.array([[1.0, 2.0, 1.0], [nan, nan, 2.0], [3.0, 4.0, 3.0]] * 1000)
+    cols = Columns()
+    rows.add_matrix(same, ("grad_norm", "loss", "step"), cols, "step")
+    rows.add_matrix(same, ("grad_norm", "loss", "step"), cols, "step")
+    out = cols.arrays()
+    assert np.shares_memory(out["loss"][0], out["grad_norm"][0]) and out["loss"][0].size == 4000
