@@ -180,6 +180,9 @@ class Template:
         return [None] * len(rows) if get is None else list(map(get, rows))
 
 
+PACKED_MAX = 32 << 20  # bytes of MessagePack a slice at most (a 4 MB slice of trainer rows: ~5 MB)
+
+
 class _Packed:
     """numbers()' rows to a (keys x rows) float64 array through msgspec's MessagePack
     encoder instead of a Python-level pass over every cell (a tuple per row and a float
@@ -218,8 +221,12 @@ class _Packed:
         return cls(encoder, len(packed), offsets)
 
     def columns(self, rows: list[Any]) -> np.ndarray | None:
-        """Every key's values over the rows (NaN where missing), or None: a cell is None."""
+        """Every key's values over the rows (NaN where missing), or None: a cell is None, or
+        the encoding would pass PACKED_MAX (every row carries every key's name and value:
+        sparse rows of a wide key set encode far larger than their text)."""
         n, size, buf = len(rows), self._size, self._buf
+        if n * size > PACKED_MAX:
+            return None
         self._encoder.encode_into(rows, buf)
         head = 1 if n < 16 else 3 if n < 1 << 16 else 5  # fixarray, array 16, array 32
         if len(buf) != head + n * size:
