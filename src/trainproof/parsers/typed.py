@@ -207,7 +207,8 @@ class _Packed:
     @classmethod
     def of(cls, ms: Any, row_type: Any, width: int) -> _Packed | None:
         """The layout of `row_type`'s encoding, or None where a probe value cannot be told
-        apart from the rest of the row (it would take a key holding those very bytes)."""
+        apart from the rest of the row: a safeguard only, as it would take a key holding
+        those very bytes, NUL bytes included, which msgspec refuses in a field's name."""
         encoder = ms.msgpack.Encoder()
         probe = [float(1000 + i) for i in range(width)]
         packed = encoder.encode(row_type(*probe))
