@@ -409,3 +409,26 @@ def test_above_median_by_counting_equals_the_median_test(seed):
                 x = t + bar
                 want = float(x - stats.median(w)) > bar
                 assert stats.above_median(x, w, bar) == want, (n, kind, mid, bar, t)
+
+
+def test_finite_only_remembers_finite_series_only(monkeypatch):
+    """Series.finite_only asks stats.all_finite once per finite Series (the rules ask again
+    and again about the same few); a series with NaN/Inf is masked on every call, and a
+    Series no longer alive is not taken for a new one."""
+    from trainproof import model
+
+    asked = []
+    real = stats.all_finite
+    monkeypatch.setattr(stats, "all_finite", lambda v: asked.append(v.size) or real(v))
+    monkeypatch.setattr(model, "_FINITE", [])
+    steps = np.arange(5.0)
+    ok = Series("loss", steps, np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
+    bad = Series("loss", steps, np.array([1.0, np.nan, 3.0, np.inf, 5.0]))
+    assert ok.finite_only() is ok and ok.finite_only() is ok and len(asked) == 1
+    for _ in range(2):
+        got = bad.finite_only()
+        assert got is not bad and got.values.tolist() == [1.0, 3.0, 5.0] and got.steps.tolist() == [0.0, 2.0, 4.0]
+    assert len(asked) == 3
+    del ok
+    again = Series("loss", steps, np.array([1.0, np.nan, 3.0, 4.0, 5.0]))  # may reuse ok's address
+    assert again.finite_only() is not again

@@ -58,3 +58,22 @@ def test_summary_is_decided_by_structure():
                "total_flos": 1.0, "train_loss": 3.9, "epoch": 0.75}
     evaluation = {"eval_loss": 3.9, "eval_runtime": 0.01, "num_input_tokens_seen": 768}
     assert is_summary(summary) and not is_summary(step) and not is_summary(evaluation)
+
+
+def test_is_summary_is_the_point_and_total_keys_test() -> None:
+    """is_summary spells the key tuples out (speed, #14): the same answer as the test on
+    hf._POINT_KEYS and hf._RUN_TOTALS for every combination of those keys, with and
+    without another key beside them."""
+    from itertools import combinations
+
+    from trainproof.parsers import hf
+
+    keys = (*hf._POINT_KEYS, *hf._RUN_TOTALS)
+    assert sorted(keys) == ["eval_loss", "loss", "total_flos", "train_loss", "train_runtime"]
+    for n in range(len(keys) + 1):
+        for chosen in combinations(keys, n):
+            for extra in ({}, {"epoch": 1.0}):
+                entry = {**dict.fromkeys(chosen, 1.0), **extra}
+                expected = (not any(k in entry for k in hf._POINT_KEYS)
+                            and any(k in entry for k in hf._RUN_TOTALS))
+                assert is_summary(entry) is expected, entry

@@ -454,3 +454,112 @@ def test_a_summary_anywhere_in_any_slice_is_meta_on_every_path(way: str, tmp_pat
     # the fast path was taken for most slices; not for one holding an entry without a loss
     # value where run totals are known keys (null or missing, it cannot tell: _fits)
     assert (len(matrices) > 50) if way == "matrix" else (decodes.count(True) > 50 and not matrices)
+
+
+def _numbers_both_ways(template: typed.Template, text: bytes,
+                       monkeypatch: pytest.MonkeyPatch) -> tuple[np.ndarray | None, np.ndarray | None, bool]:
+    """numbers() with the MessagePack conversion (typed._Packed) and with it switched off
+    (the rows converted cell by cell), and whether the packed conversion answered."""
+    answered: list[bool] = []
+    columns = typed._Packed.columns
+    with monkeypatch.context() as m:
+        m.setattr(typed._Packed, "columns",
+                  lambda self, rows: answered.append((r := columns(self, rows)) is not None) or r)
+        packed = template.numbers(text)
+    with monkeypatch.context() as m:
+        m.setattr(typed._Packed, "of", classmethod(lambda cls, *a: None))
+        template._numeric = None  # rebuilt without the packed conversion
+        cells = template.numbers(text)
+        template._numeric = None
+    return packed, cells, bool(answered) and answered[0]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_packed_conversion_gives_the_cell_by_cell_matrix(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """typed._Packed against the cell-by-cell conversion it replaces: the same matrix, bit
+    for bit (NaN where a key is missing, -0.0, integers as floats), over key sets of 1-40
+    keys (a map header of 1 or 3 bytes), keys of 1-300 characters (string headers of 1, 2
+    and 3 bytes), and 0-70,000 rows (array headers of 1, 3 and 5 bytes); a null anywhere
+    makes the packed conversion decline (the length differs), and the cells decide."""
+    rng = random.Random(seed)
+    width = rng.choice([1, 2, 5, 15, 16, 17, 40])
+    keys = [f"k{i}_" + "x" * rng.choice([0, 3, 30, 31, 32, 260]) for i in range(width)]
+    keys[0] = "step"
+    template = typed.Template()
+    template.learn([dict.fromkeys(keys, 1.0)])
+    big = rng.choice([65535, 65536, 70000]) if width <= 5 else 2000  # array 16 / array 32 headers
+    for n in (0, 1, 15, 16, 17, big, 300):
+        entries = []
+        for _ in range(n):
+            row: dict[str, object] = {}
+            for k in keys:
+                pick = rng.random()
+                if pick < 0.2:
+                    continue  # missing: NaN in the matrix
+                row[k] = (rng.choice([0.0, -0.0, 0, 1e-300, -1e300, 2**53 + 1, -7, 10**20, 5e-324])
+                          if pick < 0.4 else rng.uniform(-10, 10))
+            entries.append(row)
+        with_null = n > 0 and n == 300
+        too_big = n == 17 and seed % 2 == 0  # an encoding past PACKED_MAX: declined, the cells decide
+        ms = typed._msgspec()
+        row_size = typed._Packed.of(ms, template._row(ms, float | None, math.nan), width)._size
+        if with_null:
+            entries[rng.randrange(n)][keys[rng.randrange(width)]] = None
+        text = json.dumps(entries).encode()
+        with monkeypatch.context() as m:
+            m.setattr(typed, "PACKED_MAX", 16 * row_size if too_big else typed.PACKED_MAX)
+            packed, cells, answered = _numbers_both_ways(template, text, monkeypatch)
+        assert packed is not None and cells is not None
+        assert packed.shape == cells.shape == (n, width)
+        assert np.array_equal(packed, cells, equal_nan=True)
+        assert np.array_equal(np.signbit(packed), np.signbit(cells))
+        assert answered is not (with_null or too_big)  # declined exactly where a cell is None or too many
+
+
+
+@pytest.mark.parametrize("odd", ['a"b', "a\\b", "a\tb", "\x00"])
+def test_a_key_msgspec_cannot_name_is_read_the_general_way(odd: str, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key holding a quote, a backslash or a control character cannot name a msgspec
+    struct field: learning it raised ValueError and the valid file was refused (exit 2). It
+    is not learnt now; its rows go the general way, every other row the fast ways, and the
+    file reads as with msgspec off (and as its own whole decode)."""
+    monkeypatch.setattr(hf, "SLICE", 4096)
+    entries: list[dict[str, object]] = []
+    for i in range(1, 400):
+        entry: dict[str, object] = {"epoch": i / 100, "loss": 3 - i / 1000, "step": i}
+        if i % 3 == 0 or 150 < i < 250:
+            entry[odd] = float(i)
+        entries.append(entry)
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"global_step": 399, "log_history": entries}, indent=2))
+    fast, before, general, _ = _three(path, monkeypatch)
+    _same(fast, general)
+    _same(before, general)
+    assert fast.columns[odd][1].tolist() == [float(e[odd]) for e in entries if odd in e]
+
+
+def test_matrix_columns_with_the_same_gaps_share_one_steps_buffer() -> None:
+    """rows.add_matrix hands columns whose gaps fall in the same rows (train keys, absent
+    from eval rows) one steps array, so Columns keeps one steps buffer for them; columns
+    with other gaps get their own steps, and every column's points are its non-NaN cells."""
+    from trainproof.parsers.base import Columns
+
+    nan = math.nan
+    keys = ("eval_loss", "grad_norm", "loss", "step")
+    cols = Columns()
+    for base in (0.0, 10.0):
+        matrix = np.array([[nan, 1.0, 2.0, base + 1], [nan, 3.0, 4.0, base + 2], [5.0, nan, nan, base + 3],
+                           [nan, nan, 6.0, base + 4]])
+        rows.add_matrix(matrix, keys, cols, "step")
+    out = cols.arrays()
+    assert out["grad_norm"][0].tolist() == [1, 2, 11, 12] and out["grad_norm"][1].tolist() == [1, 3, 1, 3]
+    assert out["loss"][0].tolist() == [1, 2, 4, 11, 12, 14] and out["loss"][1].tolist() == [2, 4, 6, 2, 4, 6]
+    assert out["eval_loss"][0].tolist() == [3, 13] and out["eval_loss"][1].tolist() == [5, 5]
+    assert not np.shares_memory(out["loss"][0], out["grad_norm"][0])  # other gaps
+    same = np.array([[1.0, 2.0, 1.0], [nan, nan, 2.0], [3.0, 4.0, 3.0]] * 1000)
+    cols = Columns()
+    rows.add_matrix(same, ("grad_norm", "loss", "step"), cols, "step")
+    rows.add_matrix(same, ("grad_norm", "loss", "step"), cols, "step")
+    out = cols.arrays()
+    assert np.shares_memory(out["loss"][0], out["grad_norm"][0]) and out["loss"][0].size == 4000

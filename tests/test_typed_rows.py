@@ -275,3 +275,18 @@ def test_columns_of_the_same_rows_share_one_steps_array(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps({"step": i, "loss": 1.0, "lr": 2.0}) + "\n" for i in range(5000)))
     cols = jsonl.read(path).columns
     assert np.shares_memory(cols["loss"][0], cols["lr"][0])
+
+
+@pytest.mark.parametrize("odd", ['a"b', "a\\b", "a\nb"])
+def test_jsonl_key_msgspec_cannot_name_reads_as_the_general_path(odd: str, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """typed.Template.learn leaves out a key msgspec refuses as a field name (a quote, a
+    backslash, a control character): building the struct raised ValueError, an internal
+    error on a valid log. Its rows go the general way; the others stay typed."""
+    monkeypatch.setattr(jsonl, "BLOCK", 4096)
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps({"step": i, "loss": 1.0 + i % 7, **({odd: 2.0} if i % 5 else {})}) + "\n"
+                            for i in range(3000)))
+    fast, general = _both(jsonl.read, path, monkeypatch)
+    _same(fast, general)
+    assert fast.columns[odd][1].size == 2400

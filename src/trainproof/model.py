@@ -5,6 +5,7 @@ and a report set's exit code — each computed in exactly one place."""
 from __future__ import annotations
 
 import enum
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -87,11 +88,22 @@ class Series:
     def finite_only(self) -> Series:
         from trainproof import stats  # lazily, like numpy: the model module stays light
 
-        # a finite series is known finite without its mask (a 5M-point temporary per call, #14)
+        # a finite series is known finite without its mask (a 5M-point temporary per call, #14),
+        # and known finite again without its min and max: rules ask ~30 times a report about
+        # the same few series (two passes over 1M points each time, #14)
+        if any(ref() is self for ref in _FINITE):
+            return self
         if stats.all_finite(self.values):
+            _FINITE[:] = [weakref.ref(self), *_FINITE[:_FINITE_KEPT - 1]]
             return self
         mask = self.finite
         return Series(self.name, self.steps[mask], self.values[mask])
+
+
+# Series found finite by finite_only (weak references: a Series is a frozen value, and is
+# not kept alive for this list's sake), the most recent first
+_FINITE: list[weakref.ref[Series]] = []
+_FINITE_KEPT = 8
 
 
 @dataclass(frozen=True)

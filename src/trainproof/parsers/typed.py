@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import re
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from operator import attrgetter
@@ -43,10 +44,10 @@ def _msgspec() -> Any:
 
 
 MAX_KEYS = 256  # a row with more distinct keys than this is not a metrics row: no struct
+_UNNAMEABLE = re.compile(r'["\\\x00-\x1f]')  # what msgspec refuses in a field's name
 
 
 _REWRITTEN = frozenset({SWIFT_KEY, LLAMAFACTORY_STEP, LLAMAFACTORY_TOTAL})
-_NAMEABLE = re.compile(r'[^"\\\x00-\x1f]*')  # what msgspec accepts as a field's name
 # No bool (so the conversion may skip its bool scan), no object or list (nothing to flatten).
 _CELL = int | float | str | None
 # Cells of a numbers-only block: no string either, so a NaN in its matrix is a missing
@@ -62,15 +63,17 @@ class Template:
     """The keys seen so far and a decoder for lists of rows made of those keys only
     (built when first needed: a log read in one block never imports msgspec)."""
 
-    __slots__ = ("_decoder", "_getters", "_lines", "_numeric", "_packed", "keys")
+    __slots__ = ("_decoder", "_getters", "_lines", "_lines_packed", "_numeric", "_packed", "keys")
 
     def __init__(self) -> None:
         self.keys: tuple[str, ...] = ()
         self._decoder: Any = None
         self._numeric: Any = None
+        self._packed: _Packed | None = None  # numbers()' rows to floats, for this key set
         self._lines: Any = None  # the same row type, for newline-delimited text
         self._getters: dict[str, attrgetter[Any]] = {}
-        self._packed: _Packed | None = None  # for numbers_lines, built when first needed
+        # numbers_lines' decoder of float rows and their _Packed layout, built when first needed
+        self._lines_packed: tuple[Any, _Packed | None] | None = None
 
     def learn(self, rows: Iterable[dict[str, Any]]) -> None:
         """Add the keys of rows the general path decoded (never a progress field: rows
@@ -84,11 +87,14 @@ class Template:
         new = set().union(*rows) - known - _REWRITTEN if rows else set()
         if not new or len(known) + len(new) > MAX_KEYS or not all(type(k) is str for k in new):
             return
-        new = {k for k in new if _NAMEABLE.fullmatch(k)}
+        # msgspec refuses a field named with a quote, a backslash or a control character
+        # (ValueError building the struct: such a valid log was refused, exit 2). Not learnt,
+        # such a key makes its rows fail the typed decoders: they go the general way.
+        new = {k for k in new if not _UNNAMEABLE.search(k)}
         if not new:
             return
         self.keys = (*self.keys, *sorted(new))
-        self._decoder = self._lines = self._numeric = self._packed = None
+        self._decoder = self._lines = self._numeric = self._packed = self._lines_packed = None
         self._getters = {k: attrgetter(f"f{i}") for i, k in enumerate(self.keys)}
 
     def decode(self, array_text: bytes) -> list[Any] | None:
@@ -110,22 +116,30 @@ class Template:
 
         Why: converting a block column by column costs a pass over the rows per key, and
         a sparse column (eval entries) a list and a mask besides; here every cell goes
-        through numpy's conversion once, in one C loop over the rows' tuples. The values
+        through numpy's conversion once: the rows' MessagePack encoding read as float64
+        (_Packed), or, where a cell is null, one C loop over the rows' tuples. The values
         are the ones the column-wise conversion gives (numpy's float64 of the Python
         float, or of the float an integer is); an integer past float64's range fails the
-        decode, and the block goes the other way.
+        decode, and the block goes the other way. The matrix may be a transposed view
+        (Fortran order): rows.add_matrix wants it by key, and gets it without a copy.
         A block refused here costs the part decoded before the refusal: nothing much for
         a text column (on its first row), one decode at worst."""
         if not self.keys:
             return None
         ms = _msgspec()
         if self._numeric is None:
-            self._numeric = ms.json.Decoder(list[self._row(ms, _NUMBER, math.nan)])
+            row = self._row(ms, _NUMBER, math.nan)
+            self._numeric = ms.json.Decoder(list[row])
+            self._packed = _Packed.of(ms, row, len(self.keys))
         try:
             rows = self._numeric.decode(array_text)
         except (ms.DecodeError, ms.ValidationError):
             return None
         width = len(self.keys)
+        if self._packed is not None:
+            by_key = self._packed.columns(rows)
+            if by_key is not None:
+                return by_key.T
         flat = np.fromiter(chain.from_iterable(map(ms.structs.astuple, rows)), dtype=np.float64,
                            count=len(rows) * width)
         return flat.reshape(len(rows), width)
@@ -159,9 +173,17 @@ class Template:
         if not self.keys:
             return None
         ms = _msgspec()
-        if self._packed is None:
-            self._packed = _Packed(ms, self._row(ms, float, math.nan), self.keys)
-        return self._packed.decode(text, lines, ms)
+        if self._lines_packed is None:
+            row = self._row(ms, float, math.nan)
+            self._lines_packed = (ms.json.Decoder(row), _Packed.of(ms, row, len(self.keys)))
+        decoder, packed = self._lines_packed
+        if packed is None:
+            return None
+        try:
+            rows = decoder.decode_lines(text)
+        except (ms.DecodeError, ms.ValidationError):
+            return None
+        return packed.columns(rows) if len(rows) == lines else None
 
     def _build(self, ms: Any) -> None:
         row_type = self._row(ms, _CELL)
@@ -187,50 +209,62 @@ class Template:
         return [None] * len(rows) if get is None else list(map(get, rows))
 
 
+PACKED_MAX = 32 << 20  # bytes of MessagePack a slice at most (a 4 MB slice of trainer rows: ~5 MB)
+
+
 class _Packed:
-    """numbers_lines' decoder: a row type whose every field is a float (a missing key
-    reads as NaN; null, strings, booleans and integers past float64's range are refused)
-    and where each row's MessagePack encoding puts each field's float64 (msgspec encodes
-    every float as a float64, never as a float32 or an integer)."""
+    """Decoded rows (numbers()' of a JSON array, numbers_lines()' of JSON lines) to a
+    (keys x rows) float64 array through msgspec's MessagePack
+    encoder instead of a Python-level pass over every cell (a tuple per row and a float
+    unboxed per cell: ~60 % of the conversion's time, #14).
 
-    __slots__ = ("_buf", "_decoder", "_encoder", "_fields", "_size")
+    A row of this struct type encodes as a map of the same keys in the same order, every
+    value a float64 (0xcb and 8 big-endian bytes) - the same bits as the Python float, so
+    the same value, NaN and -0.0 included - or a null (one byte). So a list of rows without
+    a None is a header and then rows of one fixed size, each value at a fixed offset that
+    a probe row of distinct values finds once per key set; no value can be longer than 9
+    bytes, so the expected length holds exactly when no cell is None. Any other length
+    (a null in the slice) leaves the rows to the cell-by-cell conversion."""
 
-    def __init__(self, ms: Any, row_type: Any, keys: tuple[str, ...]) -> None:
-        self._decoder = ms.json.Decoder(row_type)
-        self._encoder = ms.msgpack.Encoder()
-        self._buf = bytearray()
-        enc = self._encoder.encode
-        probe = row_type(*(float(i) + 0.5 for i in range(len(keys))))
-        whole = enc(probe)
-        self._size = len(whole)
-        # each field: its key (encoded as a string alone is) then 0xCB and 8 big-endian bytes
-        at = len(whole) - sum(len(enc(k)) + 9 for k in keys)  # the map header's length
-        self._fields: list[int] = []
-        for key in keys:
-            at += len(enc(key))
-            self._fields.append(at + 1)
-            at += 9
-        got = [np.ndarray((1,), dtype=">f8", buffer=whole, offset=f)[0] for f in self._fields]
-        if [whole[f - 1] for f in self._fields] != [0xCB] * len(keys) or got != [i + 0.5 for i in range(len(keys))]:
-            self._fields = []  # a layout other than the one expected: never used
+    __slots__ = ("_buf", "_encoder", "_offsets", "_size")
 
-    def decode(self, text: bytes | memoryview, lines: int, ms: Any) -> np.ndarray | None:
-        if not self._fields:
+    def __init__(self, encoder: Any, size: int, offsets: list[int]) -> None:
+        self._encoder = encoder
+        self._size = size
+        self._offsets = offsets
+        self._buf = bytearray()  # reused from slice to slice: no fresh pages per slice
+
+    @classmethod
+    def of(cls, ms: Any, row_type: Any, width: int) -> _Packed | None:
+        """The layout of `row_type`'s encoding, or None where a probe value cannot be told
+        apart from the rest of the row: a safeguard only, as it would take a key holding
+        those very bytes, NUL bytes included, which msgspec refuses in a field's name."""
+        encoder = ms.msgpack.Encoder()
+        probe = [float(1000 + i) for i in range(width)]
+        packed = encoder.encode(row_type(*probe))
+        offsets = []
+        for value in probe:
+            mark = b"\xcb" + struct.pack(">d", value)
+            at = packed.find(mark)
+            if at < 0 or packed.find(mark, at + 1) >= 0:
+                return None
+            offsets.append(at + 1)
+        return cls(encoder, len(packed), offsets)
+
+    def columns(self, rows: list[Any]) -> np.ndarray | None:
+        """Every key's values over the rows (NaN where missing), or None: a cell is None, or
+        the encoding would pass PACKED_MAX (every row carries every key's name and value:
+        sparse rows of a wide key set encode far larger than their text)."""
+        n, size, buf = len(rows), self._size, self._buf
+        if n * size > PACKED_MAX:
             return None
-        try:
-            rows = self._decoder.decode_lines(text)
-        except (ms.DecodeError, ms.ValidationError):
-            return None
-        n = len(rows)
-        if n != lines:
-            return None
-        buf, size = self._buf, self._size
         self._encoder.encode_into(rows, buf)
-        del rows
-        head = len(buf) - n * size  # the array header
-        if head != (1 if n < 16 else 3 if n < 1 << 16 else 5):
+        head = 1 if n < 16 else 3 if n < 1 << 16 else 5  # fixarray, array 16, array 32
+        if len(buf) != head + n * size:
             return None
-        out = np.empty((len(self._fields), n))
-        for row, field in zip(out, self._fields, strict=True):
-            row[:] = np.ndarray((n,), dtype=">f8", buffer=buf, offset=head + field, strides=(size,))
-        return out
+        if not n:  # no view of an empty stretch of the buffer: numpy refuses its offset
+            return np.empty((len(self._offsets), 0), dtype=np.float64)
+        by_key = np.empty((len(self._offsets), n), dtype=np.float64)
+        for out, at in zip(by_key, self._offsets, strict=True):
+            out[:] = np.ndarray((n,), dtype=">f8", buffer=buf, offset=head + at, strides=(size,))
+        return by_key
