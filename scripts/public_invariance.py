@@ -123,6 +123,50 @@ _REASONS = {  # run id -> (perturbations, why the move to or from FAIL is right)
         "standard errors is 9.8 %, just under the 10 % band that makes the run dead rather than "
         "unresolved. One to three points shorter, halved or paired, the bound is 10.7-14.9 % and the "
         "run is TP-NO-PROGRESS (WARN). No progress either way; the severity moves at the bar."),
+    "danyash759__mlops_homework__lightning_logs-version_0-metrics": (
+        ("halve_drop_first",),
+        "FAIL -> WARN, never PASS, at TP-DEAD-RUN's bound (labelled FAIL: a Lightning run whose loss and eval "
+        "loss never move): halved without its first point, 12 points at 5.7 % noise put the gain's upper "
+        "bound at 11.8 %, over the 10 % band, so no clear progress (TP-NO-PROGRESS). Before the wrecked-start "
+        "guard looked only at the first third of the log, a noisy point late in the halved log counted as a "
+        "wreck and resolved it; every other perturbation keeps the FAIL (bounds 6.0-9.8 %)."),
+    "dangnq2501__rl-ait-3007__lightning_logs-version_9-metrics": (
+        ("cut2", "cut3", "halve", "halve_drop_first", "mean_pairs"),
+        "FAIL -> PASS, toward its label (PASS: an RL value loss, noisy and bounded; fresh18_review.json): "
+        "TP-DIVERGE's full-log FAIL rests on a give-back of 11.6 % of the gain against the 10 % bar; two "
+        "points shorter or thinned, the end block and the floor move and the give-back falls under the "
+        "bar. A verdict at a bar moves when a point does."),
+    "diego-azenha__factorvae---brazillian-market__lightning_logs-version_9-metrics": (
+        ("cut1", "cut2", "cut3", "halve", "halve_drop_first", "mean_pairs"),
+        "FAIL -> PASS, away from a FAIL its reader called 'barely learning' (WARN): ten epoch means falling "
+        "1.4 %. TP-DEAD-RUN needs ten points; one point shorter, or halved, the log is not judged by it and "
+        "nothing else fires on a loss that falls at every epoch. A verdict at the rule's minimum length."),
+    "elaboy__retentiontimeestimators__lightning_logs-version_9-metrics": (
+        ("halve_drop_first",),
+        "PASS -> FAIL, toward its label (FAIL: a regressor whose loss does not move for 14,000 steps): the "
+        "stated exception of tests/test_invariance.py - the first logged point (3,309, one batch before the "
+        "plateau at ~2,300) is the only witness of a gain; halved without it, the plateau alone is a dead "
+        "run (upper bound 3.4 %)."),
+    "franciscosacouto__ai4lungs__lightning_logs-version_9-metrics": (
+        ("cut1", "cut2", "cut3", "halve_drop_first"),
+        "FAIL -> PASS or WARN at TP-DEAD-RUN's min_improvement band (labelled FAIL: train 3.36 -> 3.27, val "
+        "4.24 -> 4.19 in 200 epochs): the full log's gain is 4.97 %, under the 5 % band, where only an eval "
+        "loss that fell 2 % clears a run, and this one fell 1.2 %; one to three points shorter the gain is "
+        "5 % or more, and the eval loss, smooth enough to have fallen beyond its noise, clears it. A verdict "
+        "at a band moves when a point does; the weakness is the eval witness clearing a 1.2 % fall between "
+        "the 5 % and 10 % bands."),
+    "bastokr__kanjisaposedeep__runs-pose-train5-results": (
+        ("cut1", "cut2", "cut3", "halve", "halve_drop_first", "mean_pairs"),
+        "FAIL -> WARN, never PASS (labelled FAIL): a ten-epoch log, exactly TP-DEAD-RUN's minimum; any "
+        "cut or thinning leaves fewer than ten points, which it does not judge, and the run's WARN "
+        "findings stand."),
+    "kim-seong-rok__detectron2_repo__detectron2-output-metrics": (
+        ("halve", "halve_drop_first", "mean_pairs"),
+        "FAIL -> PASS, away from a false FAIL (labelled WARN: about twenty appended Detectron2 runs read as "
+        "resumes; fresh19_review.json): TP-RESUME-WARMUP matches a warm-up restarting after a counter "
+        "restart on 15 LR points of the full log (and of the log cut by 1-3 points); halved or paired it "
+        "does not fire (the mechanism was not traced). The weakness is the file's reading as one resumed "
+        "run."),
     "harmerz__pkm-kc__runs-pose-train2-results": (
         ("halve", "halve_drop_first", "mean_pairs"),
         "FAIL -> WARN, never PASS (labelled FAIL: train and eval both worse, eval 6.9 -> 14.9): "

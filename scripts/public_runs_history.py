@@ -38,6 +38,8 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
   (TP-EVAL-DIVERGE, TP-EVAL-NEVER-BETTER): all fifteen halves (after fresh13's first scoring).
 - TP-EVAL-LOSS-FROZEN, TP-EVAL-NAN-TO-END, TP-EVAL-NEVER-BETTER's tenfold arm and TP-ZERO-LOSS-ONSET's
   gradient witness: all nineteen halves (after the first scorings of fresh14-fresh17).
+- TP-DEAD-RUN's wrecked-start guard in the first third of the log: all twenty-one halves (after the
+  first scorings of fresh18 and fresh19).
 fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
 earlier changes, fresh9 and fresh10 after all of those.
 """
@@ -292,4 +294,19 @@ def intro(n: Counter) -> list[str]:
            "five runs meet the bar, and the other verdicts that move are WARNs added to runs labelled broken. "
            "All four halves are in-sample for those four rules.", ""]
           if n.get("fresh14") else []),
+        *([f"Two more, fresh18 ({n['fresh18']} runs: Lightning `metrics.csv` under `version_9/` and "
+           f"`version_10/`, one Keras CSV) and fresh19 ({n['fresh19']}: Ultralytics detect/segment/classify/obb/"
+           "pose `results.csv` under folders no earlier collector looked up, DVCLive, Detectron2), collected side "
+           "by side, labelled and committed before the tool ran on them and scored once at c58b2e4, after every "
+           "change above (`public_runs/fresh18_first_scoring.txt`, `fresh19_first_scoring.txt`; misses reviewed "
+           "in `fresh18_review.json`, `fresh19_review.json`). Out of sample they met the bar on 59 of 70 runs, the "
+           "worst batches yet: fresh18, mostly Lightning, 28 of 36 - four false FAILs (an RL value loss read as "
+           "diverging, a 1.4 % steady fall read as a dead run, a per-batch regression loss's outlier read as a "
+           "blow-up, a noisy flat run's late spike read as a wrecked start) and four broken runs passed (logs of "
+           "3-12 steps or a few epochs, a loss that fell by fitting a base rate, an early plateau); fresh19 31 of "
+           "34 (two classifiers at chance in 5-10 epochs, a file of twenty appended Detectron2 runs read as "
+           "resumes). After them the wrecked-start guard looks at the first third of the log "
+           "(`public_runs/wreck_guard_before_after.txt`: the noisy flat run FAIL -> WARN, nothing else moves); "
+           "fresh18 is in-sample for that guard.", ""]
+          if n.get("fresh18") else []),
     ]

@@ -75,3 +75,21 @@ def test_a_frozen_eval_loss_keeps_it_dead():
     run = Run(run.path, run.format, {**run.series, "eval_loss": Series("eval_loss", ev.steps, ev.values * 0 + 0.75)},
               run.records, run.columns)
     assert dead(run)
+
+
+def test_a_wreck_is_a_climb_near_the_start_not_one_spike_late_in_the_run():
+    """eval_witness._climbed reads the first third of the log: a lr x100 wreck peaks in the first
+    steps; the largest of a hundred noisy points anywhere is a spike (fresh18's erlingdevold: one
+    batch at point 79 of 100, 3.2 standard errors above a low first point, made a flat noisy run a
+    resolved FAIL instead of TP-NO-PROGRESS)."""
+    from trainproof.rules import eval_witness as ew
+
+    rng = np.random.default_rng(7)
+    flat = 0.22 * np.exp(rng.normal(0, 0.3, 100))
+    flat[0] = 0.2
+    late, early = flat.copy(), flat.copy()
+    late[79] = 0.2 * np.exp(5.0 * 0.3 * np.sqrt(2))  # five standard errors up, late in the run
+    early[2] = late[79]  # the same climb in the first steps
+    steps = np.arange(1.0, 101.0)
+    assert not ew.wrecked(Series("loss", steps, late), DEAD_RUN.t)
+    assert ew.wrecked(Series("loss", steps, early), DEAD_RUN.t)

@@ -49,8 +49,11 @@ _spec.loader.exec_module(pi)
 # halved ten-epoch log keeps five evaluations, or not).
 # fresh14-17 (149 runs, 118 of 8 points or more) add 38: 196, after the rules changed on their first
 # scorings; 5 of them move to or from FAIL, each stated (christina00000004 at TP-DEAD-RUN's bound).
+# fresh18-19 (70 runs, 56 of 8 points or more) add 57 (31 and 26), 25 of them to or from FAIL on six runs,
+# each stated (three at a rule's bar or minimum length, three toward their labels); the wrecked-start
+# guard in the first third of the log adds 1 (fresh7's danyash759 halved: FAIL -> WARN at the bound): 254.
 # A rule change that moves more must say why here.
-MAX_MOVES = 196
+MAX_MOVES = 254
 
 
 @pytest.fixture(scope="module")
