@@ -44,13 +44,13 @@ EVAL_NAN_TRANSIENT = rule(
 # the interval's average, so its train loss can stay finite after the weights went NaN.
 UNFILTERED_TRAIN_LOSS = ("ultralytics", "keras")
 
-EVAL_NAN_ALWAYS = rule(
+EVAL_NAN_TO_END = rule(
     id="TP-EVAL-NAN-TO-END", level=Level.WARN, group=G,
     title="The eval loss is NaN or Inf to the end while the training loss, computed after it from "
     "the same weights, stays finite: the evaluation's arithmetic, not the model.",
     evidence="{count} non-finite eval_loss value(s) of {n}, from step {step} ({value}) to the last "
     "evaluation; all {n_train} training loss values are finite, {after} of them logged after the "
-    "first non-finite evaluation, by a writer that logs non-finite train losses as they are ({writer})",
+    "first evaluation of that stretch, by a writer that logs non-finite train losses as they are ({writer})",
     summary="An eval loss non-finite at every evaluation from some step to the end (often all of "
     "them), beside a train loss finite at every point, logged by a writer that does not filter "
     "non-finite train losses.",
@@ -66,8 +66,8 @@ EVAL_NAN_ALWAYS = rule(
     "checkpoints on a metric that is finite meanwhile.",
     thresholds={"min_train_after": Threshold(
         1, "train loss points",
-        "At least one finite train loss logged after the first non-finite evaluation: its "
-        "weights were used again, and gave a finite loss.")},
+        "At least one finite train loss logged after the first evaluation of the non-finite "
+        "stretch that runs to the end: its weights were used again, and gave a finite loss.")},
     fires=Example({"loss": [2.0, 1.8, 1.7, 1.6, 1.5], "eval_loss": [float("nan")] * 5, "format": "ultralytics"},
                   note="an Ultralytics results.csv"),
     passes=Example({"loss": [2.0, 1.8, 1.7, 1.6, 1.5], "eval_loss": [2.1, 1.9, 1.8, 1.75, 1.7]}),
@@ -98,16 +98,16 @@ def came_back(run: Run, s: Series) -> Finding | None:
 def _never_back(run: Run, s: Series, train: Series, bad: np.ndarray) -> Finding | None:
     if run.format not in UNFILTERED_TRAIN_LOSS:
         return None
-    after = int(np.count_nonzero(train.steps > s.steps[bad[0]]))
-    if after < EVAL_NAN_ALWAYS.t("min_train_after"):
-        return None
     first_of_tail = int(np.flatnonzero(s.finite)[-1]) + 1 if s.finite.any() else 0
-    return EVAL_NAN_ALWAYS.finding(where(run, s.steps[first_of_tail]), count=int(bad.size), n=len(s),
+    after = int(np.count_nonzero(train.steps > s.steps[first_of_tail]))
+    if after < EVAL_NAN_TO_END.t("min_train_after"):
+        return None
+    return EVAL_NAN_TO_END.finding(where(run, s.steps[first_of_tail]), count=int(bad.size), n=len(s),
                                    step=float(s.steps[first_of_tail]), value=float(s.values[first_of_tail]),
                                    n_train=len(train), after=after, writer=run.format)
 
 
-@check("eval-nan", EVAL_NAN_TRANSIENT, EVAL_NAN_ALWAYS, after="nan")
+@check("eval-nan", EVAL_NAN_TRANSIENT, EVAL_NAN_TO_END, after="nan")
 def eval_nan_transient(run: Run) -> list[Finding]:
     s = run.get("eval_loss")
     if s is None or stats.all_finite(s.values):
