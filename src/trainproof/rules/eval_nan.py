@@ -64,7 +64,7 @@ EVAL_NAN_TO_END = rule(
     fix="Find why the evaluation's loss is not finite (an empty or all-ignored eval batch, a "
     "loss reduced over zero elements, a mismatch between the eval targets and the loss); select "
     "checkpoints on a metric that is finite meanwhile.",
-    thresholds={"min_train_after": Threshold(
+    thresholds={"min_points": Threshold(
         1, "train loss points",
         "At least one finite train loss logged after the first evaluation of the non-finite "
         "stretch that runs to the end: its weights were used again, and gave a finite loss.")},
@@ -100,7 +100,7 @@ def _never_back(run: Run, s: Series, train: Series, bad: np.ndarray) -> Finding 
         return None
     first_of_tail = int(np.flatnonzero(s.finite)[-1]) + 1 if s.finite.any() else 0
     after = int(np.count_nonzero(train.steps > s.steps[first_of_tail]))
-    if after < EVAL_NAN_TO_END.t("min_train_after"):
+    if after < EVAL_NAN_TO_END.t("min_points"):
         return None
     return EVAL_NAN_TO_END.finding(where(run, s.steps[first_of_tail]), count=int(bad.size), n=len(s),
                                    step=float(s.steps[first_of_tail]), value=float(s.values[first_of_tail]),
