@@ -80,11 +80,44 @@ def test_rule_docs_snapshot_is_current() -> None:
     assert rules_markdown(docs) == rules_markdown()
 
 
-def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--help"]) == 0
+@pytest.mark.parametrize("argv", [["--help"], ["-h", "epoch"], ["--help", "rules"]])
+def test_help_lists_every_command(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 0  # a command word after the help option: still the whole list
     out = capsys.readouterr().out
     for cmd in registry():
         assert cmd.name in out and cmd.help.split()[0] in out
+
+
+def test_a_parser_for_its_command_alone_parses_and_prints_as_the_whole_one(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """cli._main builds no other command's parser for a call whose first word is the
+    command (#14): what that call parses, prints and refuses must not change."""
+    from trainproof.cli import build_parser
+    from trainproof.model import InputError
+
+    commands = registry()
+    for cmd in commands:
+        calls = [[cmd.name], [cmd.name, "--help"], [cmd.name, "x", "--no-such-option"], [cmd.name, "--version"],
+                 [cmd.name, "x", "y", "z"], *([alias, "--json", "x"] for alias in cmd.aliases)]
+        for argv in calls:
+            seen = []
+            for alone in (False, True):
+                parser = build_parser(commands, lazy=True, only=cmd, alone=alone)
+                try:
+                    got: object = vars(parser.parse_args(argv))
+                except SystemExit as exc:
+                    got = exc.code
+                except InputError as exc:
+                    got = str(exc)
+                seen.append((got, capsys.readouterr()))
+            assert seen[0] == seen[1], argv
+    for argv in (["--version"], ["--version", "epoch", "x"], ["--version", "--help"], ["--version", "nosuch"]):
+        outs = []
+        for alone in (False, True):  # --version first: no command's parser at all
+            with pytest.raises(SystemExit) as exc:
+                build_parser(commands, lazy=True, only=None, alone=alone).parse_args(argv)
+            outs.append((exc.value.code, capsys.readouterr()))
+        assert outs[0] == outs[1] and "trainproof " in outs[0][1].out, argv
 
 
 # `epoch` on a small trainer_state.json: the HF reader, the single-run rules, the JSON
