@@ -120,6 +120,41 @@ def test_a_parser_for_its_command_alone_parses_and_prints_as_the_whole_one(
         assert outs[0] == outs[1] and "trainproof " in outs[0][1].out, argv
 
 
+FROZEN = """
+import gc, json, sys
+from trainproof.cli import main
+sys.argv = ["trainproof", *{argv!r}]
+code = main({given})
+print(json.dumps([code, gc.isenabled(), gc.get_freeze_count()]))
+"""
+
+
+@pytest.mark.parametrize("given", ["None", "sys.argv[1:]"])
+def test_the_collector_is_on_again_before_the_work(given: str, tmp_path: Path) -> None:
+    """cli._main turns the cyclic collector off while the parser (and with it the command's
+    modules) is built, on again before the command runs (#14); what was imported is frozen
+    only when main() read the process's own command line, never for a caller's argv."""
+    argv = ["epoch", str(GALLERY_STATE), "--json"]
+    proc = subprocess.run([sys.executable, "-c", FROZEN.format(argv=argv, given=given)], capture_output=True,
+                          text=True, cwd=tmp_path, env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, check=True)
+    code, enabled, frozen = json.loads(proc.stdout.splitlines()[-1])
+    assert code == 0 and enabled
+    assert (frozen > 10000) if given == "None" else (frozen == 0)
+
+
+def test_a_caller_that_turned_the_collector_off_keeps_it_off(capsys: pytest.CaptureFixture[str]) -> None:
+    import gc
+
+    gc.disable()
+    try:
+        assert main(["rule", "TP-NAN"]) == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert main(["rule", "TP-NAN"]) == 0 and gc.isenabled()
+    assert "TP-NAN" in capsys.readouterr().out
+
+
 # `epoch` on a small trainer_state.json: the HF reader, the single-run rules, the JSON
 # renderer, numpy; nothing a different format, group, output or command needs.
 STATE = Path(__file__).resolve().parent / "fixtures" / "vocab" / "scratch_w64" / "trainer_state.json"
