@@ -118,6 +118,8 @@ def test_a_parser_for_its_command_alone_parses_and_prints_as_the_whole_one(
                 build_parser(commands, lazy=True, only=None, alone=alone).parse_args(argv)
             outs.append((exc.value.code, capsys.readouterr()))
         assert outs[0] == outs[1] and "trainproof " in outs[0][1].out, argv
+    assert main(["--version"]) == 0  # written without a parser: what argparse's action writes
+    assert capsys.readouterr() == outs[0][1] and outs[0][0] == 0
 
 
 FROZEN = """

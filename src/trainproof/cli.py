@@ -14,9 +14,8 @@ import gc
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from trainproof import __version__
+from trainproof import TYPE_CHECKING, __version__
 from trainproof.commands import Command, registry
 from trainproof.stdio import OUTPUT_FORMATS, OutputError, say, write_stdout
 
@@ -146,6 +145,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     whole_process = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # what argparse's version action writes, without a parser (#14)
+        with contextlib.suppress(AttributeError, OSError):  # as argparse writes it
+            sys.stdout.write(f"trainproof {__version__}\n")
+        return _OK
     commands = registry()
     only = _called(commands, argv)
     alone = bool(argv) and (argv[0] == "--version" or (only is not None and argv[0] in (only.name, *only.aliases)))
