@@ -207,6 +207,16 @@ def test_epoch_leaves_the_stdlib_it_does_not_need_unimported(tmp_path: Path) -> 
     assert sorted(set(EPOCH_STDLIB_LAZY) & new) == []
 
 
+def test_version_imports_neither_typing_nor_a_help_formatter(tmp_path: Path) -> None:
+    """`--version` (#14): no typing (trainproof.TYPE_CHECKING), and no textwrap or locale (it
+    is written without a parser). Run without site (-S), whose .pth files may import typing."""
+    proc = subprocess.run([sys.executable, "-S", "-c", NEW.format(argv=["--version"])], capture_output=True,
+                          text=True, cwd=tmp_path, env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, check=True)
+    new = set(json.loads(proc.stdout.splitlines()[-1]))
+    assert "trainproof.cli" in new and proc.stdout.startswith("trainproof ")
+    assert sorted({"typing", "textwrap", "locale"} & new) == []
+
+
 @pytest.mark.parametrize("columns", [None, "50", "200", "abc", "-3", "0"])
 def test_help_is_as_wide_as_argparse_would_make_it(columns: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
     import shutil
