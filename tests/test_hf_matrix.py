@@ -313,6 +313,10 @@ def test_the_stream_cuts_the_slices_the_whole_text_did(seed: int, tmp_path: Path
     path = tmp_path / "trainer_state.json"
     path.write_bytes(data)
     expected = _slices_before(data, size)
+    # the size the stream is told the file has: its own, or none (a decompressed stream), or
+    # a wrong one (a file written while it is read: longer or shorter than when opened)
+    told = [len(data), None, len(data) // 3, 0, 2 * len(data) + 7][seed % 5]
+    monkeypatch.setattr(hf, "_bytes_left", lambda fh: told)
     with path.open("rb") as fh:
         stream = hf._Stream(fh)
         if not stream.start():
@@ -325,6 +329,29 @@ def test_the_stream_cuts_the_slices_the_whole_text_did(seed: int, tmp_path: Path
             return
     assert expected is not None
     assert got == expected[1] and stream.head + stream.tail == expected[0]
+
+
+def test_the_stream_sizes_its_buffer_by_a_plain_file(tmp_path: Path) -> None:
+    """A plain file smaller than two slices gets a buffer of its size plus two bytes (not
+    2 * SLICE + 2 zeroed); a compressed one, whose size is not known, the usual buffer."""
+    data = b'{"log_history": [{"step": 1, "loss": 2.0}, {"step": 2, "loss": 1.5}]}'
+    path = tmp_path / "trainer_state.json"
+    path.write_bytes(data)
+    with path.open("rb") as fh:
+        assert hf._bytes_left(fh) == len(data)
+        fh.read(5)
+        assert hf._bytes_left(fh) == len(data) - 5
+        fh.seek(0)
+        stream = hf._Stream(fh)
+        assert len(stream.buf) == len(data) + 2
+        assert stream.start()
+        assert [bytes(p) for p in stream.slices()] == [b'[{"step": 1, "loss": 2.0}, {"step": 2, "loss": 1.5}]']
+    packed = tmp_path / "trainer_state.json.gz"
+    packed.write_bytes(gzip.compress(data))
+    with hf.open_log(packed) as fh:
+        assert hf._bytes_left(fh) is None
+        assert len(hf._Stream(fh).buf) == 2 * hf.SLICE + 2
+    assert hf.read(packed).columns.keys() == hf.read(path).columns.keys()
 
 
 def _ending(seed: int) -> str:

@@ -74,6 +74,40 @@ def test_long_fractions_keep_orjson_out_long_integers_bring_it(monkeypatch: pyte
             assert value == json.loads(text)
 
 
+def test_the_scans_that_keep_orjson_out_find_what_their_regexes_did() -> None:
+    """jsonutil's _long_int and _deep_chain against the regular expressions they replaced,
+    and the three together against the three expressions, on seeded texts made of the
+    bytes that matter (digits, ".", "e", "E", brackets, "NaN", "Infinity", word bytes and
+    quotes): runs of 18 to 21 digits at the ends and inside, chains of 255 to 257
+    openings with and without closings and other bytes between them (#14)."""
+    import re
+
+    long_int = re.compile(rb"(?<![\d.])\d{19,}(?![\d.eE])")
+    deep = re.compile(rb"(?:[\[{][^\]}\[{]*){256}")
+    rng = random.Random(17)
+    pieces = [b"1", b"9", b"0", b".", b"e", b"E", b"-", b"+", b" ", b",", b'"', b"x", b"_", b"NaN", b"Infinity",
+              b"1234567890123456789", b"123456789012345678", b"12345678901234567890", b"[", b"]", b"{", b"}"]
+    seen: set[tuple[str, bool]] = set()
+    for i in range(6000):
+        parts = [rng.choice(pieces) for _ in range(rng.randint(0, 12))]
+        if i % 3 == 0:  # a chain of openings near the limit, other bytes (a closing, seldom) between
+            closing = 0.004 if i % 6 == 0 else 0.0
+            chain = b"".join(rng.choice([b"[", b"{"]) + (b"}" if rng.random() < closing else
+                                                         rng.choice([b"", b"", b"a", b"1, "]))
+                             for _ in range(rng.choice([1, 255, 256, 257, 300])))
+            parts.insert(rng.randint(0, len(parts)), chain)
+        data = b"".join(parts)
+        for text in (data, bytearray(data)):
+            assert jsonutil._long_int(text) == (long_int.search(text) is not None), data
+            assert jsonutil._deep_chain(text) == (deep.search(text) is not None), data
+            either = bool(jsonutil._BARE.search(text) or long_int.search(text) or deep.search(text))
+            assert jsonutil._orjson_reads_differently(text) == either, data
+        seen |= {("long", jsonutil._long_int(data)), ("deep", jsonutil._deep_chain(data)),
+                 ("either", jsonutil._orjson_reads_differently(data))}
+    assert len(seen) == 6  # each test answered both ways
+    assert jsonutil._orjson_reads_differently(memoryview(b"[12345678901234567890]"))
+
+
 def test_orjson_comes_in_once_the_input_adds_up(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jsonutil, "_orjson", None)
     monkeypatch.setattr(jsonutil, "_decoded", 0)

@@ -80,11 +80,81 @@ def test_rule_docs_snapshot_is_current() -> None:
     assert rules_markdown(docs) == rules_markdown()
 
 
-def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--help"]) == 0
+@pytest.mark.parametrize("argv", [["--help"], ["-h", "epoch"], ["--help", "rules"]])
+def test_help_lists_every_command(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 0  # a command word after the help option: still the whole list
     out = capsys.readouterr().out
     for cmd in registry():
         assert cmd.name in out and cmd.help.split()[0] in out
+
+
+def test_a_parser_for_its_command_alone_parses_and_prints_as_the_whole_one(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """cli._main builds no other command's parser for a call whose first word is the
+    command (#14): what that call parses, prints and refuses must not change."""
+    from trainproof.cli import build_parser
+    from trainproof.model import InputError
+
+    commands = registry()
+    for cmd in commands:
+        calls = [[cmd.name], [cmd.name, "--help"], [cmd.name, "x", "--no-such-option"], [cmd.name, "--version"],
+                 [cmd.name, "x", "y", "z"], *([alias, "--json", "x"] for alias in cmd.aliases)]
+        for argv in calls:
+            seen = []
+            for alone in (False, True):
+                parser = build_parser(commands, lazy=True, only=cmd, alone=alone)
+                try:
+                    got: object = vars(parser.parse_args(argv))
+                except SystemExit as exc:
+                    got = exc.code
+                except InputError as exc:
+                    got = str(exc)
+                seen.append((got, capsys.readouterr()))
+            assert seen[0] == seen[1], argv
+    for argv in (["--version"], ["--version", "epoch", "x"], ["--version", "--help"], ["--version", "nosuch"]):
+        outs = []
+        for alone in (False, True):  # --version first: no command's parser at all
+            with pytest.raises(SystemExit) as exc:
+                build_parser(commands, lazy=True, only=None, alone=alone).parse_args(argv)
+            outs.append((exc.value.code, capsys.readouterr()))
+        assert outs[0] == outs[1] and "trainproof " in outs[0][1].out, argv
+    assert main(["--version"]) == 0  # written without a parser: what argparse's action writes
+    assert capsys.readouterr() == outs[0][1] and outs[0][0] == 0
+
+
+FROZEN = """
+import gc, json, sys
+from trainproof.cli import main
+sys.argv = ["trainproof", *{argv!r}]
+code = main({given})
+print(json.dumps([code, gc.isenabled(), gc.get_freeze_count()]))
+"""
+
+
+@pytest.mark.parametrize("given", ["None", "sys.argv[1:]"])
+def test_the_collector_is_on_again_before_the_work(given: str, tmp_path: Path) -> None:
+    """cli._main turns the cyclic collector off while the parser (and with it the command's
+    modules) is built, on again before the command runs (#14); what was imported is frozen
+    only when main() read the process's own command line, never for a caller's argv."""
+    argv = ["epoch", str(GALLERY_STATE), "--json"]
+    proc = subprocess.run([sys.executable, "-c", FROZEN.format(argv=argv, given=given)], capture_output=True,
+                          text=True, cwd=tmp_path, env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, check=True)
+    code, enabled, frozen = json.loads(proc.stdout.splitlines()[-1])
+    assert code == 0 and enabled
+    assert (frozen > 10000) if given == "None" else (frozen == 0)
+
+
+def test_a_caller_that_turned_the_collector_off_keeps_it_off(capsys: pytest.CaptureFixture[str]) -> None:
+    import gc
+
+    gc.disable()
+    try:
+        assert main(["rule", "TP-NAN"]) == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert main(["rule", "TP-NAN"]) == 0 and gc.isenabled()
+    assert "TP-NAN" in capsys.readouterr().out
 
 
 # `epoch` on a small trainer_state.json: the HF reader, the single-run rules, the JSON
@@ -135,6 +205,16 @@ def test_epoch_leaves_the_stdlib_it_does_not_need_unimported(tmp_path: Path) -> 
     new = set(json.loads(proc.stdout.splitlines()[-1]))
     assert "trainproof.commands.epoch" in new
     assert sorted(set(EPOCH_STDLIB_LAZY) & new) == []
+
+
+def test_version_imports_neither_typing_nor_a_help_formatter(tmp_path: Path) -> None:
+    """`--version` (#14): no typing (trainproof.TYPE_CHECKING), and no textwrap or locale (it
+    is written without a parser). Run without site (-S), whose .pth files may import typing."""
+    proc = subprocess.run([sys.executable, "-S", "-c", NEW.format(argv=["--version"])], capture_output=True,
+                          text=True, cwd=tmp_path, env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, check=True)
+    new = set(json.loads(proc.stdout.splitlines()[-1]))
+    assert "trainproof.cli" in new and proc.stdout.startswith("trainproof ")
+    assert sorted({"typing", "textwrap", "locale"} & new) == []
 
 
 @pytest.mark.parametrize("columns", [None, "50", "200", "abc", "-3", "0"])

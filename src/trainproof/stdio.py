@@ -14,7 +14,11 @@ import argparse
 import contextlib
 import os
 import sys
-from typing import TextIO
+
+from trainproof import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import TextIO
 
 STDOUT = "-"
 # option attribute -> the flag users type

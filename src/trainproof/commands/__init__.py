@@ -14,7 +14,8 @@ import importlib
 import importlib.util
 from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING
+
+from trainproof import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from trainproof.model import ReportSet
