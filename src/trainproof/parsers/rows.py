@@ -201,10 +201,15 @@ def add_matrix(matrix: np.ndarray, keys: tuple[str, ...], cols: Columns, step_ke
     cell is infinite; a NaN is a row without the key (the matrix has no other NaN), so
     a column's points are its non-NaN cells, dense and sparse columns alike."""
     by_key = np.ascontiguousarray(matrix.T)  # a column per row of this array: contiguous
-    steps = by_key[keys.index(step_key)]
-    # Columns with gaps in the same rows (the train keys, absent from the eval rows) get
-    # one steps array between them, the same object: Columns then keeps one steps buffer
-    # for them all instead of one each (3 x 8 MB a 1M-entry file, #14).
+    _extend_by_key(by_key, keys, cols, by_key[keys.index(step_key)], step_key)
+
+
+def _extend_by_key(by_key: np.ndarray, keys: tuple[str, ...], cols: Columns, steps: np.ndarray,
+                   step_key: str | None) -> None:
+    """Each key's non-NaN cells (NaN is a row without the key) as its column's points at
+    `steps`. Columns with gaps in the same rows (the train keys, absent from the eval rows)
+    get one steps array between them, the same object: Columns then keeps one steps buffer
+    for them all instead of one each (3 x 8 MB a 1M-entry file, #14)."""
     kept: list[tuple[np.ndarray, np.ndarray]] = []
     for key, values in zip(keys, by_key, strict=True):
         if key == step_key:
@@ -238,12 +243,4 @@ def add_by_key(by_key: np.ndarray, keys: tuple[str, ...], cols: Columns, first_i
                              np.arange(first_index, first_index + n, dtype=np.float64))
     else:  # no step key, or one no row of the template had: every line's index
         steps = np.arange(first_index, first_index + n, dtype=np.float64)
-    for key, values in zip(keys, by_key, strict=True):
-        if key == step_key:
-            continue
-        gaps = np.isnan(values)
-        if not gaps.any():
-            cols.extend(key, steps, values)
-        elif not gaps.all():
-            keep = ~gaps
-            cols.extend(key, steps[keep], values[keep])
+    _extend_by_key(by_key, keys, cols, steps, step_key)

@@ -23,7 +23,7 @@ from trainproof import stats
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules import eval_metric  # noqa: F401  (registers eval-metric, which this check follows)
 from trainproof.rules.base import Example, Threshold, check, rule
-from trainproof.rules.gradients import G, where
+from trainproof.rules.gradients import G, finite_series, where
 from trainproof.rules.run import FLAT
 from trainproof.rules.zeros import printed_resolution
 
@@ -141,20 +141,20 @@ def _within(run: Run, name: str, lo: float, hi: float) -> np.ndarray | None:
     return v if v.size >= 2 else None
 
 
-def held_still(v: np.ndarray) -> tuple[bool, float, float]:
-    """(whether the eval loss `v` stayed within TP-FLAT's band of its median or the log's
-    printed precision, its range, that band). One printed digit's step is still: 0.75 and 0.76
-    in a two-decimal log can be values a hair apart (the comparison allows for 0.76 - 0.75
-    landing a float's rounding above 0.01)."""
+def held_still(v: np.ndarray, rel_range: float) -> tuple[bool, float, float]:
+    """(whether the eval loss `v` stayed within `rel_range` of its median (TP-FLAT's band, as
+    each rule declares it) or the log's printed precision, its range, that band). One
+    printed digit's step is still: 0.75 and 0.76 in a two-decimal log can be values a hair
+    apart (the comparison allows for 0.76 - 0.75 landing a float's rounding above 0.01)."""
     spread = float(v.max() - v.min())
-    band = max(FLAT.t("rel_range") * abs(float(stats.median(v))), printed_resolution(v))
+    band = max(rel_range * abs(float(stats.median(v))), printed_resolution(v))
     return spread <= band * (1.0 + 1e-9), spread, band
 
 
 def _eval_loss_moved(v: np.ndarray) -> str:
     """How the eval loss `v` (its values within the evaluations' span) behaved: moved
     beyond TP-FLAT's band and the log's printed precision, or held still within it."""
-    still, _, band = held_still(v)
+    still, _, band = held_still(v, FLAT.t("rel_range"))
     if still:
         return (f"the eval loss held still too, {v.min():.6g}-{v.max():.6g} (within {band:.2g}): "
                 "the evaluated model did not change")
@@ -256,16 +256,13 @@ EVAL_LOSS_FROZEN = rule(
 @check("eval-loss-frozen", EVAL_LOSS_FROZEN, after="eval-frozen")
 def eval_loss_frozen(run: Run) -> list[Finding] | Skip:
     r = EVAL_LOSS_FROZEN
-    ev = run.get("eval_loss")
-    e = ev.finite_only() if ev is not None else None
-    if e is None:
-        return Skip(SkipKind.NO_DATA, "no eval_loss in the log")
-    if len(e) < r.t("min_points"):
-        return Skip(SkipKind.TOO_FEW, f"{len(e)} finite eval points, needs {r.t('min_points'):g}")
+    e = finite_series(run, "eval_loss", r.t("min_points"))
+    if isinstance(e, Skip):
+        return e
     if isinstance(run.meta.get("appended"), dict):
         return Skip(SkipKind.DEGENERATE, "the log holds several appended runs")
     v = e.values
-    still, spread, band = held_still(v)
+    still, spread, band = held_still(v, r.t("rel_range"))
     if not still:
         return []
     score = eval_metric_frozen(run)

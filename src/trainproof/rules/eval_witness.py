@@ -57,6 +57,15 @@ WRECK_SE = Threshold(
     "falls steadily climb >= 8, the fresh half's slow continued-training run 0.9). "
     "TP-LOSS-ROSE's bar.")
 
+WRECK_WINDOW = Threshold(
+    1 / 3, "of the log's positive points, from the first",
+    "Where a wreck's climb is looked for. A wrecked start climbs first and is won back after, so "
+    "its peak sits early however the log was cut or thinned (both galleries' lr x100 logs peak at "
+    "their second to fourth point, in each perturbation of tests/test_invariance.py), while the "
+    "highest of a hundred noisy points anywhere sits ~2.5 of its standard deviations up by chance "
+    "alone: one batch at point 79 of 100 (fresh18's erlingdevold, 0.815 against a first point of "
+    "0.204 at 30 % noise per point) is a spike, not a wreck. At least three points are read.")
+
 RECOVERED = Threshold(
     0.10, "of the train loss's first point",
     "A climb of the train loss past witness_wreck_se stops the eval loss from speaking for the "
@@ -81,7 +90,8 @@ MIN_FALL = Threshold(
     "loss has no batch noise, so a fall of 2 % of it is not a chance draw). The slowly "
     "learning LoRA that raised it (fresh4 marthinsurya) fell 4.3 %.")
 
-THRESHOLDS = {"witness_min_evals": MIN_EVALS, "witness_min_fall": MIN_FALL, "witness_frozen_rel": FROZEN_REL,
+THRESHOLDS = {"witness_wreck_window": WRECK_WINDOW,
+              "witness_min_evals": MIN_EVALS, "witness_min_fall": MIN_FALL, "witness_frozen_rel": FROZEN_REL,
               "witness_eval_end": EVAL_END, "witness_fell_se": FELL_SE, "witness_wreck_se": WRECK_SE,
               "witness_recovered": RECOVERED}
 
@@ -129,28 +139,24 @@ def eval_witness(run: Run, train: Series, t: Callable[[str], float]) -> Witness 
     gain = float(np.log(first / end))
     z = gain / se if se > 0 else (np.inf if gain > 0 else 0.0)
     past_start = train.values.size > 0 and end < (1.0 - t("witness_recovered")) * float(train.values[0])
-    learned = z > t("witness_fell_se") and (past_start or not _climbed(train, t("witness_wreck_se")))
+    learned = z > t("witness_fell_se") and (past_start or not _climbed(train, t))
     return Witness(False, bool(learned), len(e), first, end, float(z))
 
 
 def wrecked(train: Series, t: Callable[[str], float]) -> bool:
     """Did the positive train loss climb above its first point by more than witness_wreck_se
     (a start wrecked in the first steps, whose later fall is from the wreck)?"""
-    return _climbed(train, t("witness_wreck_se"))
+    return _climbed(train, t)
 
 
-def _climbed(train: Series, bar: float) -> bool:
-    """Did the train loss climb above its first point beyond its noise (a wreck)? Read on its
-    positive points: an exact 0 among them (a bounded loss, one perfect batch) says nothing
-    of a climb. A wrecked start climbs first and is won back after, so the climb is looked
-    for in the first third of the log: there a wreck in the first steps peaks however the
-    log was cut or thinned (the galleries' lr x100 logs peak at their second to fourth
-    point), while the highest of a hundred noisy points anywhere sits ~2.5 of its standard
-    deviations up by chance alone - one batch at point 79 of 100 (fresh18's erlingdevold,
-    0.815 against a first point of 0.204 at 30 % noise per point) is a spike, not a wreck."""
+def _climbed(train: Series, t: Callable[[str], float]) -> bool:
+    """Did the train loss climb above its first point by more than witness_wreck_se of its
+    noise within witness_wreck_window of the log (a wreck)? Read on its positive points: an
+    exact 0 among them (a bounded loss, one perfect batch) says nothing of a climb."""
     x = train.values[train.values > 0]
     if x.size < 3 or train.values[0] <= 0:
         return False
     se = stats.log_noise(x) * np.sqrt(2.0)
-    rise = float(np.log(x[: max(3, -(-x.size // 3))].max() / x[0]))
-    return rise > 0 and (se == 0 or rise / se > bar)
+    window = max(3, int(np.ceil(round(t("witness_wreck_window") * x.size, 9))))  # ceil(n / 3): 9 -> 3
+    rise = float(np.log(x[:window].max() / x[0]))
+    return rise > 0 and (se == 0 or rise / se > t("witness_wreck_se"))
