@@ -172,6 +172,20 @@ def test_the_carried_level_is_measured_in_log_space():
     assert "appended" not in on.meta and len(on.series["loss"]) == 10
 
 
+def test_a_new_run_that_drops_within_its_first_intervals_is_a_new_run():
+    """Detectron2 re-runs from scratch appended to one metrics.json (public run
+    fresh19/kim-seong-rok): each starts at the log's start level, ~3.7, at its first logged
+    iteration and is at ~1.7 by its second - the median of its first three points looks
+    carried on, its first point does not. Trained weights carried on start at the carried
+    level from their first point and stay joined."""
+    steps = [float(s) for s in range(19, 320, 20)]
+    fall = [3.9, 1.7, 1.65, 1.6, 1.55, 1.5, 1.45, 1.42, 1.4, 1.38, 1.35, 1.33, 1.3, 1.28, 1.26, 1.25]
+    again = run_from({"loss": fall + fall, "steps": steps + steps})
+    assert again.meta["appended"]["runs"] == 2 and len(again.series["loss"]) == len(fall)
+    on = run_from({"loss": [*fall, 1.27, 1.26, 1.25, 1.24], "steps": steps + steps[:4]})
+    assert "appended" not in on.meta
+
+
 def test_an_evaluation_at_the_end_of_each_run_is_split_with_it():
     """One eval point per run, at the same step both times: it goes with its run."""
     steps = [*range(1, 9), *range(1, 9)]

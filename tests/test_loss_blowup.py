@@ -150,3 +150,33 @@ def test_the_first_points_are_not_judged() -> None:
     """No full baseline before the sixth point; the start level is the first five's median."""
     assert BLOWUP.t("baseline") == BLOWUP.t("start_points") == 5
     assert not _findings(_run([50.0, 49.0, 5e9, 48.0, 47.0, 46.0, 45.0, 44.0]))
+
+
+# ---------------------------------------------------------------- the log's own scatter
+
+EDOCAMPIONE = "edocampione__4yp__lightning_logs-version_9-metrics"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_heavy_tailed_per_batch_loss_needs_more_than_100x(seed: int) -> None:
+    """A per-batch MSE whose points differ by a factor of ~7 from one to the next (log noise
+    ~2, public run fresh18/edocampione): one batch at 1000x its start is within what its own
+    batches do, a few widths of its noise; the same batch on a log that scatters by 20 %
+    stands 30+ widths out and fires."""
+    rng = np.random.default_rng(seed)
+    wild = 0.002 * np.exp(rng.normal(0.0, 2.0, 400))
+    wild[200] = 1000 * float(np.median(wild[:5]))
+    assert not _findings(_run(wild))
+    calm = 0.002 * np.exp(rng.normal(0.0, 0.2, 400))
+    calm[200] = 1000 * float(np.median(calm[:5]))
+    (f,) = _findings(_run(calm))
+    assert f.values["noise_widths"] > 20 and f.values["limit_noise_widths"] == 6
+
+
+def test_the_public_heavy_tailed_run_is_silent_and_catniplab_far_out() -> None:
+    (doc,) = [d for d in DOCS if d["id"] == EDOCAMPIONE]
+    with tempfile.TemporaryDirectory() as tmp:
+        run = read_run(public_runs.rebuild(doc, Path(tmp)))
+    assert not _findings(run)
+    (f,) = _findings(_catniplab())
+    assert f.values["noise_widths"] > 100

@@ -55,9 +55,12 @@ APPENDED = rule(
             "again, TP-RESUME-REPLAY's case; a logger counting steps per epoch; Keras fit() called "
             "again on the same model, the second phase of a transfer-learning recipe, whose epochs "
             "CSVLogger(append=True) numbers from 0 again) and stays joined; a new run from scratch "
-            "starts near the log's first level, near 0 % of it. The gain is measured by factors, "
-            "as a loss falls: a run that fell 1.6 -> 0.0016 and a new one starting at 0.03 kept "
-            "60 % of the fall in absolute terms, a quarter of it by factors."),
+            "starts near the log's first level, near 0 % of it. Both the new stretch's first point "
+            "and the median of its first edge_points must have kept it: a new run whose loss drops "
+            "within its first logging intervals is at the log's start level at its first point "
+            "only. The gain is measured by factors, as a loss falls: a run that fell 1.6 -> "
+            "0.0016 and a new one starting at 0.03 kept 60 % of the fall in absolute terms, a "
+            "quarter of it by factors."),
         "edge_points": Threshold(
             3, "points",
             "Each level (the log's start, the end of the stretch before the boundary, the start of "
@@ -158,14 +161,18 @@ def _carried_on(s: Series, i: int, prev: int) -> bool:
     if i - prev < m or v.size - i < m or i < 2 * m:
         return False  # the levels need points of their own: too short to say, the counter decides
     start, before, after = (float(np.median(v[a:a + m])) for a in (0, i - m, i))
-    if min(start, before, after) > 0:
+    # The new stretch's own first point as well as its median: a new run that drops fast
+    # (a pretrained backbone, a log every 20 iterations) is at the log's start level at its
+    # first point only, while trained weights carried on are at the carried level from it.
+    first = float(v[i])
+    if min(start, before, after, first) > 0:
         # a loss falls by factors: a run that fell 1.6 -> 0.0016 and a new one that starts at
         # 0.03 kept 60 % of its fall in absolute terms and a quarter of it by factors
-        start, before, after = np.log(start), np.log(before), np.log(after)
+        start, before, after, first = np.log(start), np.log(before), np.log(after), np.log(first)
     gain = start - before
-    if not np.isfinite(start + before + after) or gain <= 0:
+    if not np.isfinite(start + before + after + first) or gain <= 0:
         return False  # no gain before the boundary: nothing to carry on; the counter decides
-    return bool((start - after) / gain >= APPENDED.t("carried"))
+    return bool(min(start - after, start - first) / gain >= APPENDED.t("carried"))
 
 
 def _key(b: dict) -> tuple:
