@@ -45,9 +45,12 @@ MIN_RUNS = 100  # the issue's floor for a corpus that can show precision at all
 # LLaMA-Factory under unused paths (fresh14: 36, fresh16: 34); Lightning, YOLO and DVCLive (fresh15: 39, fresh17: 40).
 # fresh18 (Lightning version_9/10, one Keras CSV: 36) and fresh19 (YOLO train8 and other tasks, DVCLive, Detectron2:
 # 34), collected side by side after the rules changed on fresh14-17.
+# fresh20 (Lightning version_12/13 and logs/lightning_logs, Keras CSV: 39), fresh21 (YOLO train9 and other tasks,
+# DVCLive, Detectron2: 36) and fresh22 (HF trainer_state under unused checkpoint paths: 27), collected side by side
+# after the rules changed on fresh18-19.
 MIN_FRESH_RUNS = {"fresh6": 25, "fresh7": 44, "fresh8": 42, "fresh9": 29, "fresh10": 39, "fresh11": 38, "fresh12": 36,
                   "fresh13": 36, "fresh14": 36, "fresh15": 39, "fresh16": 34, "fresh17": 40, "fresh18": 36,
-                  "fresh19": 34}
+                  "fresh19": 34, "fresh20": 39, "fresh21": 36, "fresh22": 27}
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +138,7 @@ def test_fresh_half_shares_no_repository_with_an_earlier_one(half: str) -> None:
     assert not shared, f"a {half} run shares a repository with an earlier half: {sorted(shared)}"
 
 
-@pytest.mark.parametrize("half", [f"fresh{i}" for i in range(2, 20)])
+@pytest.mark.parametrize("half", [f"fresh{i}" for i in range(2, 23)])
 def test_fresh_half_is_labelled_and_one_run_per_repository(half: str) -> None:
     """Every run of a later fresh half carries its label (verdict, why, broken; broken only on a
     FAIL), and no repository gives the half two runs."""
