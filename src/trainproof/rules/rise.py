@@ -178,6 +178,44 @@ NO_PROGRESS = rule(
 )
 
 
+SMALL_GAIN = rule(
+    id="TP-SMALL-GAIN", level=Level.WARN, group=G,
+    title="The loss fell, clearly but little: the run barely learned.",
+    evidence="start {start} ({start_is}) vs end {end} (median of the last {m}, steps "
+    "{end_from}-{end_to}): {improvement:.1%} improvement, under the {min_improvement:.0%} a run "
+    "that learns makes, but {gain_se:.1f} standard errors of the log's noise ({sigma:.1%} per "
+    "point; >= {limit_min_gain_se:g}) and >= {limit_min_fall:.0%}: the model changed{eval_said}{seen}",
+    summary="The loss ended below its start by far more than its noise, but by only a few per "
+    "cent: not a dead run, a run that barely learned (an early plateau, a task the model can "
+    "hardly fit, a learning rate too low).",
+    why="TP-DEAD-RUN's band exists because a dead run's loss drifts by a few per cent on batch "
+    "noise alone; a log of epoch means hardly drifts at all, and a fall of tens of standard "
+    "errors is the weights changing, however small. Calling that 'never improved' is wrong, "
+    "and passing it silently hides a run that is learning almost nothing.",
+    fix="Look at the curve: a plateau after the first epoch wants a higher learning rate or a "
+    "better-conditioned input (normalised features and targets); a slow steady fall wants more "
+    "steps.",
+    thresholds={
+        "min_gain_se": Threshold(
+            10, "standard errors",
+            "log(start / end) in standard errors of the log's own noise (TP-DEAD-RUN's estimate). "
+            "A dead run's gain is noise: the galleries' lr=0 runs reach at most 1.45 over every "
+            "perturbation, and the public runs labelled dead with a gain of 1-5 % sit at 3.2 and "
+            "less, except one whose eval loss ended above its start (below). Ten is seven times "
+            "the most noise gave and a one-sided chance of 1e-23: the weights changed."),
+        "min_fall": sf.TREND_MIN_FALL,
+    },
+    fires=Example({"loss": [0.9872, 0.9527, 0.9483, 0.9469, 0.9459, 0.9449, 0.9444, 0.9439, 0.9433, 0.9425]},
+                  note="ten epoch means, 4.5 % lower at the end, at 0.1 % noise per epoch"),
+    passes=Example({"loss": [1.52, 1.45, 1.40, 1.35, 1.30, 1.20, 1.15, 1.10, 1.05, 1.00]}),
+    limits="Judged by TP-DEAD-RUN's check, on the runs it would fail for a gain under "
+    "min_improvement. Not when the eval loss (four or more evaluations) held still or ended "
+    "above its first evaluation: what the train loss gained did not reach held-out data, and the "
+    "run stays TP-DEAD-RUN's; nor on a start wrecked and won back (witness_wreck_se). A finely "
+    "printed log's drift in its last digits is many standard errors and no learning: min_fall "
+    "keeps it out. A frozen model fed data that grows steadily easier would pass for learning.",
+)
+
 LOSS_ROSE = rule(
     id="TP-LOSS-ROSE", level=Level.FAIL, group=G,
     title="Loss ended above where it started.",
@@ -321,7 +359,7 @@ def first_point_is_full(s: Series) -> bool:
     return not (0 < first < typical * DEAD_RUN.t("full_first_interval") and on_grid)
 
 
-@check("dead-run", DEAD_RUN, NO_PROGRESS, loss_curve=True)
+@check("dead-run", DEAD_RUN, NO_PROGRESS, SMALL_GAIN, loss_curve=True)
 def loss_not_improving(run: Run) -> list[Finding] | Skip:
     s = finite_loss(run, int(DEAD_RUN.t("min_points")))
     if isinstance(s, Skip):
@@ -402,11 +440,24 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
                 or (trend is not None and trend.wrecked)
                 or (s.values.min() > 0 and ew.wrecked(s, DEAD_RUN.t)))
     k = b.size
+    moved = (not frozen and improvement >= SMALL_GAIN.t("min_fall") and gain_se >= SMALL_GAIN.t("min_gain_se")
+             and not (trend is not None and trend.wrecked) and not ew.wrecked(s, DEAD_RUN.t)
+             and not (witness is not None and witness.end > witness.first))
     start_is = (f"the first logged point, step {s.steps[0]:g}" if full else
                 f"the median of the first {k} losses, steps {s.steps[0]:g}-{s.steps[k - 1]:g}: the "
                 f"first point, {first:.4g} at step {s.steps[0]:g}, "
                 + ("the weights never changed (eval loss below)" if frozen else
                    "covers less than a logging interval"))
+    if moved:
+        # The gain is small but far beyond the noise, and no held-out loss contradicts it:
+        # the run barely learned, it did not fail to learn.
+        eval_said = ("" if witness is None else
+                     f"; the eval loss agrees: {witness.first:.4g} -> {witness.end:.4g} over {witness.n} evaluations")
+        return [SMALL_GAIN.finding(Location(run.path), m=m, start=start, end=end, improvement=improvement,
+                                   gain_se=gain_se, sigma=sigma, start_is=start_is,
+                                   end_from=float(s.steps[-m]), end_to=float(s.steps[-1]),
+                                   min_improvement=DEAD_RUN.t("min_improvement"),
+                                   eval_said=eval_said, seen=seen_phrase(gate))]
     if not resolved:
         # No clear progress, but the log cannot tell a dead run from one that learned a
         # little: a WARN that says what is missing, not a FAIL and not a silent PASS.
