@@ -52,8 +52,16 @@ _spec.loader.exec_module(pi)
 # fresh18-19 (70 runs, 56 of 8 points or more) add 57 (31 and 26), 25 of them to or from FAIL on six runs,
 # each stated (three at a rule's bar or minimum length, three toward their labels); the wrecked-start
 # guard in the first third of the log adds 1 (fresh7's danyash759 halved: FAIL -> WARN at the bound): 254.
+# TP-APPENDED-RUNS' first-point test (after fresh19's review) removes 4: fresh19's kim-seong-rok (3: its
+# twenty appended runs are now split at every perturbation) and fresh11's dhruvish98 halved (1): 250.
+# fresh20-22 (102 runs) add 26 (12, 10 and 4), one to FAIL: fresh20's funnyengineer cut by three points,
+# toward its label, at TP-DEAD-RUN's bound (stated): 276. TP-SMALL-GAIN moves no count (fresh18's
+# diego-azenha is a WARN now, and its six moves at TP-DEAD-RUN's ten-point minimum are WARN -> PASS, no longer
+# from FAIL). TP-LOSS-REPEATS adds 2 on fresh18's elizaveta-terek: its twelve points (three periods of four)
+# cut by three or thinned hold too few periods, WARN -> PASS at the rule's minimum (4 moves, where 2 moved
+# before): 278.
 # A rule change that moves more must say why here.
-MAX_MOVES = 254
+MAX_MOVES = 278
 
 
 @pytest.fixture(scope="module")

@@ -122,7 +122,8 @@ FRESH_HALVES = list(public_runs.FRESH_HALVES)
 # Halves whose first scoring is committed; a later half's file may not exist yet (it joins this
 # list when the lead commits its first scoring, made after the session's rule changes).
 SCORED_BY_NOW = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10",
-                 "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18", "fresh19")
+                 "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18", "fresh19",
+                 "fresh20", "fresh21", "fresh22")
 
 
 @pytest.mark.parametrize("half", FRESH_HALVES)
