@@ -21,15 +21,18 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from trainproof.frozen import FACTORY, record
 
 FILES = ("trainproof.toml", "pyproject.toml")  # looked for in this order in each directory
 KEYS = ("select", "extend-select", "ignore", "severity", "thresholds", "per-path-ignores")
 SEVERITIES = {"info": "INFO", "warn": "WARN", "fail": "FAIL"}
 DEFAULT = "default"
 COMMAND_LINE = "command line"
+_set = object.__setattr__
 
 
 class PathIgnore(NamedTuple):
@@ -41,7 +44,7 @@ class PathIgnore(NamedTuple):
     root: str  # the directory the pattern is relative to (the config file's)
 
 
-@dataclass(frozen=True)
+@record()
 class Config:
     """The effective configuration. `origin` says where each key's value came from:
     "default", a file path, or "command line"."""
@@ -58,6 +61,26 @@ class Config:
     cli_select: tuple[str, ...] | None = None  # --select replaces the file's select
     cli_ignore: tuple[str, ...] = ()
     cli_extend_select: tuple[str, ...] = ()
+
+    def __init__(self, source: str | None = None, isolated: bool = False, select: tuple[str, ...] = ("TP",),
+                 extend_select: tuple[str, ...] = (), ignore: tuple[str, ...] = (),
+                 severity: Mapping[str, str] = FACTORY, thresholds: Mapping[str, Mapping[str, float]] = FACTORY,
+                 per_path_ignores: tuple[PathIgnore, ...] = (), origin: Mapping[str, str] = FACTORY,
+                 cli_select: tuple[str, ...] | None = None, cli_ignore: tuple[str, ...] = (),
+                 cli_extend_select: tuple[str, ...] = ()) -> None:
+        # written out, not generated (trainproof.frozen, #14)
+        _set(self, "source", source)
+        _set(self, "isolated", isolated)
+        _set(self, "select", select)
+        _set(self, "extend_select", extend_select)
+        _set(self, "ignore", ignore)
+        _set(self, "severity", {} if severity is FACTORY else severity)
+        _set(self, "thresholds", {} if thresholds is FACTORY else thresholds)
+        _set(self, "per_path_ignores", per_path_ignores)
+        _set(self, "origin", {} if origin is FACTORY else origin)
+        _set(self, "cli_select", cli_select)
+        _set(self, "cli_ignore", cli_ignore)
+        _set(self, "cli_extend_select", cli_extend_select)
 
     def where(self, key: str) -> str:
         return self.origin.get(key, DEFAULT)
