@@ -24,8 +24,8 @@ import subprocess
 import sys
 
 
-def _cpu(argv: list[str], env: dict[str, str]) -> float:
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd="/tmp")
+def _cpu(argv: list[str], env: dict[str, str], cwd: str) -> float:
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
     _, _, usage = os.wait4(proc.pid, 0)
     return usage.ru_utime + usage.ru_stime
 
@@ -37,6 +37,8 @@ def main() -> int:
     ap.add_argument("--src", action="append", required=True, help="a checkout's src/ (repeatable)")
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--cwd", default="/tmp", help="working directory of every run (default /tmp: no config "
+                    "file; a checkout's root has a pyproject.toml to look at)")
     args = ap.parse_args()
     if (args.log is None) == (args.call is None):
         ap.error("give LOG or --call, not both")
@@ -45,18 +47,18 @@ def main() -> int:
         compileall.compile_dir(src, quiet=1)
     runs: dict[str, tuple[list[str], dict[str, str]]] = {"import numpy": ([args.python, "-c", "import numpy"], {})}
     for src in args.src:
-        argv = [args.python, "-m", "trainproof", *call]  # run from /tmp
+        argv = [args.python, "-m", "trainproof", *call]
         runs[src] = (argv, {"PYTHONPATH": os.path.abspath(src)})
     times: dict[str, list[float]] = {k: [] for k in runs}
     for _ in range(args.rounds):
         for name, (argv, extra) in runs.items():
-            times[name].append(_cpu(argv, {**os.environ, **extra}))
+            times[name].append(_cpu(argv, {**os.environ, **extra}, args.cwd))
     ref = times["import numpy"]
     print("| command | CPU s min | p25 | median | x import numpy (min / median) |\n|---|---|---|---|---|")
     for name, t in times.items():
         print(f"| {name} | {min(t):.3f} | {statistics.quantiles(t, n=4)[0]:.3f} | {statistics.median(t):.3f} | "
               f"{min(t) / min(ref):.2f} / {statistics.median(t) / statistics.median(ref):.2f} |")
-    print(f"\n{args.rounds} rounds; {args.python}; load average {os.getloadavg()[0]:.2f} at the end")
+    print(f"\n{args.rounds} rounds from {args.cwd}; {args.python}; load average {os.getloadavg()[0]:.2f} at the end")
     return 0
 
 
