@@ -136,3 +136,70 @@ def test_a_record_must_write_its_init_and_nothing_else_it_is_given() -> None:
 
             def __repr__(self) -> str:
                 return "mine"
+
+
+def _named_tuples() -> list[type]:
+    """Every class trainproof.frozen.NamedTuple made in the modules `epoch` and the rules import."""
+    import gc
+    import sys
+
+    import trainproof.commands.epoch  # noqa: F401
+    from trainproof.rules import catalogue
+
+    catalogue()  # every rule module, the lazy groups' included
+    found = {c for c in gc.get_objects() if isinstance(c, type) and issubclass(c, tuple)
+             and c.__module__.startswith("trainproof.") and hasattr(c, "_fields")}
+    assert all(c.__module__ in sys.modules for c in found)
+    return sorted(found, key=lambda c: (c.__module__, c.__qualname__))
+
+
+@pytest.mark.parametrize("cls", _named_tuples(), ids=lambda c: f"{c.__module__}.{c.__qualname__}")
+def test_a_named_tuple_is_the_one_typing_makes(cls: type) -> None:
+    import typing
+
+    ref = typing.NamedTuple(cls.__name__, list(cls.__annotations__.items()))  # type: ignore[misc]
+    ref.__new__.__defaults__ = cls.__new__.__defaults__
+    ref._field_defaults = dict(cls._field_defaults)  # type: ignore[attr-defined]
+    assert cls.__mro__[1:] == (tuple, object) and cls._fields == ref._fields  # type: ignore[attr-defined]
+    assert list(cls.__annotations__) == list(cls._fields)  # type: ignore[attr-defined]
+    def params(c: type) -> list[tuple[object, ...]]:  # typing's annotations are ForwardRefs of the same text
+        return [(p.name, p.kind, p.default, getattr(p.annotation, "__forward_arg__", p.annotation))
+                for p in inspect.signature(c).parameters.values()]
+
+    assert params(cls) == params(ref)
+    args = [f"{name}-value" for name in cls._fields]  # type: ignore[attr-defined]
+    ours, theirs = cls(*args), ref(*args)
+    assert ours == theirs == tuple(args) and hash(ours) == hash(theirs)
+    assert repr(ours) == repr(theirs) and ours._asdict() == theirs._asdict()  # type: ignore[attr-defined]
+    assert pickle.loads(pickle.dumps(ours)) == ours and type(pickle.loads(pickle.dumps(ours))) is cls
+    assert ours._replace(**{cls._fields[0]: 1}) == theirs._replace(**{cls._fields[0]: 1})  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        ours.__dict__  # noqa: B018  # slotted: no instance dict, as typing's
+    assert cls.__doc__ and cls.__qualname__ == cls.__name__
+
+
+def test_a_named_tuple_keeps_its_body_and_refuses_what_typing_refuses() -> None:
+    class Point(frozen.NamedTuple):
+        """A point."""
+
+        x: float
+        y: float = 0.0
+        kind: str = "plain"
+
+        @property
+        def norm(self) -> float:
+            return abs(self.x) + abs(self.y)
+
+    assert Point(1).norm == 1 and Point(1, -2).norm == 3 and Point(1) == (1, 0.0, "plain")
+    assert Point.__doc__ == "A point." and Point.__annotations__ == {"x": "float", "y": "float", "kind": "str"}
+    assert Point.__qualname__.endswith("<locals>.Point") and Point.__module__ == __name__
+    with pytest.raises(TypeError, match="without a default follows"):
+        class Bad(frozen.NamedTuple):
+            x: int = 0
+            y: int
+
+    with pytest.raises(AttributeError, match="cannot define _make"):
+        class Worse(frozen.NamedTuple):
+            x: int
+
+            def _make(self) -> None: ...

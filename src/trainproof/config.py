@@ -23,9 +23,9 @@ from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from trainproof.frozen import FACTORY, record
+from trainproof.frozen import FACTORY, NamedTuple, record
 
 FILES = ("trainproof.toml", "pyproject.toml")  # looked for in this order in each directory
 KEYS = ("select", "extend-select", "ignore", "severity", "thresholds", "per-path-ignores")

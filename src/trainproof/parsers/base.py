@@ -13,12 +13,12 @@ from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import field
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
 
 import numpy as np
 
 from trainproof.files import require_regular
-from trainproof.frozen import FACTORY, record
+from trainproof.frozen import FACTORY, NamedTuple, record
 from trainproof.model import InputError
 from trainproof.parsers.compressed import read_head
 from trainproof.parsers.stores import Store

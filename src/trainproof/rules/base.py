@@ -14,9 +14,9 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import field
-from typing import Any, NamedTuple
+from typing import Any
 
-from trainproof.frozen import FACTORY, record
+from trainproof.frozen import FACTORY, NamedTuple, record
 from trainproof.model import Finding, Level, Location, Skip
 
 _set = object.__setattr__
