@@ -56,8 +56,8 @@ def record(*, frozen: bool = True, slots: bool = False,
             raise TypeError(f"{cls.__qualname__}: a record writes its own __init__")
         if init.__annotations__.get("return") == "None":  # the written one's, under postponed annotations
             init.__annotations__["return"] = None  # as a generated __init__ says it
-        cls = dataclass(cls, init=False, repr=False, eq=False, slots=slots,  # type: ignore[call-overload]
-                        weakref_slot=weakref_slot)
+        weakref = {"weakref_slot": True} if weakref_slot else {}  # a keyword dataclasses know from 3.11
+        cls = dataclass(cls, init=False, repr=False, eq=False, slots=slots, **weakref)  # type: ignore[call-overload]
         names = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
 
         def values(obj: Any) -> tuple[Any, ...]:
