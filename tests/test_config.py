@@ -346,3 +346,52 @@ def test_per_path_globs(tmp_path, monkeypatch, pattern, file, hit):
     monkeypatch.chdir(tmp_path)
     assert path_matches(PathIgnore(pattern, ("TP-NAN",), "why", str(tmp_path)), file) is hit
     assert path_matches(PathIgnore(pattern, ("TP-NAN",), "why", str(tmp_path)), str(tmp_path / file)) is hit
+
+
+# Spellings of tool.trainproof, each of which must be parsed (#14 pre-check), and documents
+# that mention trainproof without it, which need not be.
+NAMES_THE_TABLE = [
+    '[tool.trainproof]\nignore = []\n', '[ tool . trainproof ]\n', '[tool."trainproof"]\n',
+    "[tool.'trainproof'.thresholds]\n", '[[tool.trainproof]]\nx = 1\n', '[tool]\ntrainproof = { select = [] }\n',
+    '[tool]\ntrainproof.select = ["TP"]\n', '  [ "tool" ]\n  "trainproof" = {}\n', 'tool.trainproof.select = []\n',
+    'tool = { trainproof = {} }\n', 'tool = { x = 1, "trainproof" = {} }\n', '"tool"."trainproof" = {}\n',
+    '[tool]\nx = [\n  [1]\n]\ntrainproof = {}\n', '[tool."trainpro\\u006ff"]\n', '[tool.trainproof]\r\nignore = []\r\n',
+    '[project]\nname = "x"\n\n[tool]\ntrainproof = {}\n', 'tool . trainproof = {}\n', '[tool]\n\ttrainproof = {}\n',
+]
+MENTIONS_ONLY = [
+    '[project]\nname = "trainproof"\ndependencies = ["trainproof>=0.19", "numpy"]\n',
+    '[project.scripts]\ntrainproof = "trainproof.cli:main"\n',
+    '[tool.setuptools.package-data]\ntrainproof = ["py.typed"]\n[tool.setuptools.dynamic]\n'
+    'version = { attr = "trainproof.__version__" }\n',
+    '# trainproof reads [tool.x]\n[project]\nauthors = [{ name = "the trainproof authors" }]\n',
+    '[tool.ruff]\nsrc = ["trainproof"]\nper-file-ignores = { "trainproof/x.py" = ["E501"] }\n',
+    '[trainproof]\nx = 1\n[tool.x.trainproof]\ny = 2\n', 'nottrainproof = 1\n[tool]\ntrainproofs = 2\n',
+    '[project.optional-dependencies]\ndev = ["trainproof[test]"]\n',
+]
+
+
+@pytest.mark.parametrize("text", NAMES_THE_TABLE + MENTIONS_ONLY)
+def test_the_pyproject_pre_check_never_passes_over_the_table(text: str) -> None:
+    """config._may_name_the_table answers False only for a document without the table
+    (tomllib decides which has it); a document it cannot rule out is parsed."""
+    import tomllib
+
+    from trainproof.config import _may_name_the_table
+
+    has = "trainproof" in tomllib.loads(text).get("tool", {})
+    assert has == (text in NAMES_THE_TABLE), text
+    may = _may_name_the_table(text.encode())
+    assert may or not has, text
+    assert may == (text in NAMES_THE_TABLE), text  # and these mentions are ruled out without parsing
+
+
+def test_the_projects_own_pyproject_is_passed_over_unparsed(monkeypatch) -> None:
+    import tomllib
+
+    from trainproof.config import _may_name_the_table, discover
+
+    data = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_bytes()
+    assert b"trainproof" in data and "trainproof" not in tomllib.loads(data.decode()).get("tool", {})
+    assert not _may_name_the_table(data)
+    monkeypatch.setattr(tomllib, "loads", lambda text: pytest.fail("parsed"))
+    assert discover(Path(__file__).resolve().parents[1]) is None

@@ -16,7 +16,7 @@ import pytest
 from trainproof.cli import main
 from trainproof.commands import registry
 from trainproof.docs import rule_markdown, rule_text, rules_markdown
-from trainproof.ruledocs import SNAPSHOT, load, snapshot_of
+from trainproof.ruledocs import SNAPSHOT, heads, load, load_one, snapshot_of, text_of
 from trainproof.rules import base, catalogue, checks
 from trainproof.rules.base import LAZY_GROUPS, statements
 
@@ -72,12 +72,35 @@ def test_rule_docs_snapshot_is_current() -> None:
     stale = json.loads(Path(SNAPSHOT).read_text(encoding="utf-8")) != json.loads(
         json.dumps(snapshot_of(live), ensure_ascii=False))
     assert not stale, "rules changed: regenerate with `PYTHONPATH=src python -m trainproof.ruledocs`"
+    # laid out as written: one rule a line, its head first (what heads and load_one read)
+    assert Path(SNAPSHOT).read_text(encoding="utf-8") == text_of(snapshot_of(live))
     docs = load()
     assert list(docs) == list(live)
+    assert heads() == [{"id": r.id, "level": r.level.value, "group": r.group, "title": r.title}
+                       for r in live.values()]
     for rid, r in live.items():
-        assert rule_text(docs[rid]) == rule_text(r)
-        assert rule_markdown(docs[rid]) == rule_markdown(r)
+        assert rule_text(docs[rid]) == rule_text(r) == rule_text(load_one(rid))
+        assert rule_markdown(docs[rid]) == rule_markdown(r) == rule_markdown(load_one(rid))
+    assert load_one("TP-NO-SUCH-RULE") is None
     assert rules_markdown(docs) == rules_markdown()
+
+
+def test_a_snapshot_head_is_read_as_json_reads_it(tmp_path: Path) -> None:
+    """ruledocs reads a line's head without decoding the line unless a member holds a
+    backslash (an escape: a quote, a control character, a non-BMP character as JSON may
+    spell them); either way what it reads is what json.loads reads."""
+    rows = [{"id": "TP-A", "level": "FAIL", "group": "g", "title": 'says "quoted" \\ and \t', "x": 1},
+            {"id": "TP-B", "level": "WARN", "group": "g\u00e9", "title": "plain, é", "x": [1, "a"]},
+            {"id": "TP-C", "level": "INFO", "group": "g", "title": "\ud83d\ude00 \u2028", "x": None}]
+    rest = {"summary": "s", "why": "w", "fix": "f", "limits": "", "thresholds": {}, "fires": None, "passes": None}
+    rows = json.loads(json.dumps([{**r, **rest} for r in rows]))  # the strings as JSON reads them back
+    path = tmp_path / "snapshot.json"
+    path.write_text(text_of(rows), encoding="utf-8")
+    assert json.loads(path.read_text(encoding="utf-8")) == rows
+    assert heads(str(path)) == [{k: r[k] for k in ("id", "level", "group", "title")} for r in rows]
+    assert [load_one(r["id"], str(path)).title for r in rows] == [r["title"] for r in rows]  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="begins with id, level, group, title"):
+        text_of([{"level": "FAIL", "id": "TP-A", "group": "g", "title": "t"}])
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["-h", "epoch"], ["--help", "rules"]])
@@ -205,6 +228,20 @@ def test_epoch_leaves_the_stdlib_it_does_not_need_unimported(tmp_path: Path) -> 
     new = set(json.loads(proc.stdout.splitlines()[-1]))
     assert "trainproof.commands.epoch" in new
     assert sorted(set(EPOCH_STDLIB_LAZY) & new) == []
+
+
+@pytest.mark.parametrize(("argv", "unneeded"), [(["rules"], {"typing", "json", "textwrap"}),
+                                                (["rule", "TP-NAN"], {"typing"})])
+def test_documentation_imports_only_what_it_prints_with(argv: list[str], unneeded: set[str],
+                                                        tmp_path: Path) -> None:
+    """`rules` and `rule TP-X` (#14): no typing (trainproof.TYPE_CHECKING); a listing reads
+    the snapshot's heads without json and wraps no text. Run without site (-S), whose .pth
+    files may import typing."""
+    proc = subprocess.run([sys.executable, "-S", "-c", NEW.format(argv=argv)], capture_output=True,
+                          text=True, cwd=tmp_path, env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, check=True)
+    new = set(json.loads(proc.stdout.splitlines()[-1]))
+    assert "trainproof.ruledocs" in new and "TP-NAN" in proc.stdout
+    assert sorted(unneeded & new) == []
 
 
 def test_version_imports_neither_typing_nor_a_help_formatter(tmp_path: Path) -> None:

@@ -21,15 +21,18 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
+
+from trainproof.frozen import FACTORY, NamedTuple, record
 
 FILES = ("trainproof.toml", "pyproject.toml")  # looked for in this order in each directory
 KEYS = ("select", "extend-select", "ignore", "severity", "thresholds", "per-path-ignores")
 SEVERITIES = {"info": "INFO", "warn": "WARN", "fail": "FAIL"}
 DEFAULT = "default"
 COMMAND_LINE = "command line"
+_set = object.__setattr__
 
 
 class PathIgnore(NamedTuple):
@@ -41,7 +44,7 @@ class PathIgnore(NamedTuple):
     root: str  # the directory the pattern is relative to (the config file's)
 
 
-@dataclass(frozen=True)
+@record()
 class Config:
     """The effective configuration. `origin` says where each key's value came from:
     "default", a file path, or "command line"."""
@@ -58,6 +61,26 @@ class Config:
     cli_select: tuple[str, ...] | None = None  # --select replaces the file's select
     cli_ignore: tuple[str, ...] = ()
     cli_extend_select: tuple[str, ...] = ()
+
+    def __init__(self, source: str | None = None, isolated: bool = False, select: tuple[str, ...] = ("TP",),
+                 extend_select: tuple[str, ...] = (), ignore: tuple[str, ...] = (),
+                 severity: Mapping[str, str] = FACTORY, thresholds: Mapping[str, Mapping[str, float]] = FACTORY,
+                 per_path_ignores: tuple[PathIgnore, ...] = (), origin: Mapping[str, str] = FACTORY,
+                 cli_select: tuple[str, ...] | None = None, cli_ignore: tuple[str, ...] = (),
+                 cli_extend_select: tuple[str, ...] = ()) -> None:
+        # written out, not generated (trainproof.frozen, #14)
+        _set(self, "source", source)
+        _set(self, "isolated", isolated)
+        _set(self, "select", select)
+        _set(self, "extend_select", extend_select)
+        _set(self, "ignore", ignore)
+        _set(self, "severity", {} if severity is FACTORY else severity)
+        _set(self, "thresholds", {} if thresholds is FACTORY else thresholds)
+        _set(self, "per_path_ignores", per_path_ignores)
+        _set(self, "origin", {} if origin is FACTORY else origin)
+        _set(self, "cli_select", cli_select)
+        _set(self, "cli_ignore", cli_ignore)
+        _set(self, "cli_extend_select", cli_extend_select)
 
     def where(self, key: str) -> str:
         return self.origin.get(key, DEFAULT)
@@ -115,12 +138,67 @@ def _error(msg: str) -> Exception:
 
 def _has_table(path: Path) -> bool:
     data = _read_bytes(path)
-    # TOML spells the key "trainproof" as those bytes (bare, quoted or literal) or with
-    # \u/\U escapes in a quoted key; a pyproject.toml with neither, as most are, has no
-    # [tool.trainproof] table and is passed over unparsed (tomllib costs ~3 ms, #14)
-    if b"trainproof" not in data and b"\\u" not in data and b"\\U" not in data:
+    # a pyproject.toml that cannot spell the key tool.trainproof, as most cannot (a project
+    # that names trainproof as its dependency or its own name included), is passed over
+    # unparsed: tomllib costs ~3 ms of every start-up, and ~7 ms in trainproof's own
+    # repository (#14)
+    if not _may_name_the_table(data):
         return False
     return "trainproof" in _parse_toml(path, data).get("tool", {})
+
+
+_BARE_KEY = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_QUOTES = (b'"', b"'")
+
+
+def _may_name_the_table(data: bytes) -> bool:
+    """False only when no TOML in `data` can name the key trainproof in the table tool: every
+    "trainproof" in it is plainly not that key (not a whole key: within a word or a string,
+    or followed by no `.`, `=` or `]`; a value's or a top-level table's: after `=` or `[`;
+    under a dotted key whose part before is not `tool`; the first key of its line in a
+    file that has no [tool] header). An escape (`\\u`, `\\U`) may spell it: True. Anything
+    else (after `{` or `,`, an inline table's key or an array's item): True, parsed."""
+    if b"\\u" in data or b"\\U" in data:
+        return True
+    word = b"trainproof"
+    at = data.find(word)
+    while at >= 0:
+        end = at + len(word)
+        before = data[data.rfind(b"\n", 0, at) + 1:at]
+        line_end = data.find(b"\n", end)
+        after = data[end:] if line_end < 0 else data[end:line_end]
+        if before[-1:] in _QUOTES:
+            before = before[:-1]
+        elif before and before[-1] in _BARE_KEY:  # part of a longer bare key or word
+            at = data.find(word, end)
+            continue
+        if after[:1] in _QUOTES:
+            after = after[1:]
+        if after.lstrip(b" \t")[:1] in (b".", b"=", b"]"):  # a key (or a value that looks like one)
+            prev = before.rstrip(b" \t")
+            if not prev:  # the first key on its line: a key of the table the last header opened
+                if _has_tool_header(data):
+                    return True
+            elif prev.endswith(b"."):  # dotted: tool.trainproof only after `tool`
+                part = prev[:-1].rstrip(b" \t")
+                if part.removesuffix(part[-1:] if part[-1:] in _QUOTES else b"").endswith(b"tool"):
+                    return True
+            elif prev[-1:] not in (b"=", b"["):  # not a value, not a top-level table's name
+                return True
+        at = data.find(word, end)
+    return False
+
+
+def _has_tool_header(data: bytes) -> bool:
+    """Whether a line of `data` reads as the header [tool] (or [[tool]]), quoted or spaced:
+    in a string or an array it is not one, and the answer is True all the same."""
+    for line in data.split(b"\n"):
+        line = line.strip()
+        if line.startswith(b"["):
+            name = line.lstrip(b"[").split(b"]", 1)[0].strip()
+            if name in (b"tool", b'"tool"', b"'tool'"):
+                return True
+    return False
 
 
 def discover(start: Path | None = None) -> Path | None:

@@ -4,12 +4,12 @@ all come from the same fields."""
 
 from __future__ import annotations
 
-import json
-import textwrap
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from trainproof import TYPE_CHECKING
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # typing, like json and textwrap below, is left to the calls that need it (#14)
+    from collections.abc import Mapping
+    from typing import Any
+
     from trainproof.ruledocs import RuleDoc
     from trainproof.rules import Rule
 
@@ -25,6 +25,8 @@ GROUP_TITLES = {
 
 
 def _example(data: object) -> str:
+    import json
+
     return json.dumps(data, default=str)
 
 
@@ -75,6 +77,8 @@ def _slug(title: str) -> str:
 
 
 def rule_text(r: Rule | RuleDoc) -> str:
+    import textwrap
+
     def para(label: str, body: str) -> list[str]:
         return [*textwrap.wrap(f"{label}: {body}", 78, subsequent_indent="  "), ""]
 

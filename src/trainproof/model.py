@@ -7,11 +7,18 @@ from __future__ import annotations
 import enum
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
+
+from trainproof.frozen import FACTORY, record
 
 if TYPE_CHECKING:  # numpy stays off the start-up path of --version, --help and `rules`
     import numpy as np
+
+# The value types below are frozen dataclasses whose __init__ is written out
+# (trainproof.frozen: compiling dataclasses' generated methods cost ~10 ms of every
+# judging command's start-up, #14); each sets its fields, in order, as dataclasses would.
+_set = object.__setattr__
 
 
 class Level(str, enum.Enum):
@@ -57,24 +64,33 @@ class SkipKind(str, enum.Enum):
     FAILED = "checker failed"
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Skip:
     """Why a check did not judge: its kind and the words a report shows."""
 
     kind: SkipKind
     detail: str
 
+    def __init__(self, kind: SkipKind, detail: str) -> None:
+        _set(self, "kind", kind)
+        _set(self, "detail", detail)
+
     def __str__(self) -> str:
         return self.detail
 
 
-@dataclass(frozen=True, slots=True, weakref_slot=True)  # weakref: memo.last_series
+@record(slots=True, weakref_slot=True)  # weakref: memo.last_series
 class Series:
     """One metric of one run: steps sorted ascending, unique; NaN/Inf kept as evidence."""
 
     name: str
     steps: np.ndarray
     values: np.ndarray
+
+    def __init__(self, name: str, steps: np.ndarray, values: np.ndarray) -> None:
+        _set(self, "name", name)
+        _set(self, "steps", steps)
+        _set(self, "values", values)
 
     def __len__(self) -> int:
         return int(self.values.size)
@@ -106,7 +122,7 @@ _FINITE: list[weakref.ref[Series]] = []
 _FINITE_KEPT = 8
 
 
-@dataclass(frozen=True)
+@record()
 class Run:
     """A training log reduced to canonical series plus what the parser noticed."""
 
@@ -117,6 +133,17 @@ class Run:
     columns: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     meta: Mapping[str, object] = field(default_factory=dict)
+
+    def __init__(self, path: str, format: str, series: Mapping[str, Series], records: int,
+                 columns: tuple[str, ...] = (), notes: tuple[str, ...] = (),
+                 meta: Mapping[str, object] = FACTORY) -> None:
+        _set(self, "path", path)
+        _set(self, "format", format)
+        _set(self, "series", series)
+        _set(self, "records", records)
+        _set(self, "columns", columns)
+        _set(self, "notes", notes)
+        _set(self, "meta", {} if meta is FACTORY else meta)
 
     def get(self, name: str) -> Series | None:
         s = self.series.get(name)
@@ -130,7 +157,7 @@ class Run:
         return float(min(a for a, _ in spans)), float(max(b for _, b in spans))
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Location:
     """Where a finding points: a file, and the step or line in it when known."""
 
@@ -138,11 +165,16 @@ class Location:
     step: float | None = None
     line: int | None = None
 
+    def __init__(self, file: str, step: float | None = None, line: int | None = None) -> None:
+        _set(self, "file", file)
+        _set(self, "step", step)
+        _set(self, "line", line)
+
 
 Evidence = Mapping[str, "float | int | str | None"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Finding:
     """One rule's verdict on one subject: its message, evidence and where it points."""
 
@@ -154,8 +186,18 @@ class Finding:
     location: Location
     source: str = "single_run"
 
+    def __init__(self, rule_id: str, level: Level, message: str, evidence: str, values: Evidence,
+                 location: Location, source: str = "single_run") -> None:
+        _set(self, "rule_id", rule_id)
+        _set(self, "level", level)
+        _set(self, "message", message)
+        _set(self, "evidence", evidence)
+        _set(self, "values", values)
+        _set(self, "location", location)
+        _set(self, "source", source)
 
-@dataclass(frozen=True)
+
+@record()
 class Report:
     """What one subject (a log, a comparison, a dataset, a machine) was found to be."""
 
@@ -172,6 +214,24 @@ class Report:
     curves: Mapping[str, tuple[tuple[float, ...], tuple[float, ...]]] = field(default_factory=dict)
     ignored: tuple[tuple[str, str], ...] = ()  # (rule ID, why) of findings the configuration dropped
 
+    def __init__(self, subject: str, format: str, findings: tuple[Finding, ...], ran: tuple[str, ...] = (),
+                 skipped: Mapping[str, str] = FACTORY, records: int = 0, span: tuple[float, float] | None = None,
+                 notes: tuple[str, ...] = (), required: bool = True, kind: str = "run",
+                 curves: Mapping[str, tuple[tuple[float, ...], tuple[float, ...]]] = FACTORY,
+                 ignored: tuple[tuple[str, str], ...] = ()) -> None:
+        _set(self, "subject", subject)
+        _set(self, "format", format)
+        _set(self, "findings", findings)
+        _set(self, "ran", ran)
+        _set(self, "skipped", {} if skipped is FACTORY else skipped)
+        _set(self, "records", records)
+        _set(self, "span", span)
+        _set(self, "notes", notes)
+        _set(self, "required", required)
+        _set(self, "kind", kind)
+        _set(self, "curves", {} if curves is FACTORY else curves)
+        _set(self, "ignored", ignored)
+
     @property
     def verdict(self) -> Verdict:
         levels = {f.level for f in self.findings}
@@ -184,7 +244,7 @@ class Report:
         return Verdict.PASS
 
 
-@dataclass(frozen=True)
+@record()
 class ReportSet:
     """What one command found: its reports, or the error that stopped it."""
 
@@ -194,6 +254,16 @@ class ReportSet:
     tables: Mapping[str, object] = field(default_factory=dict)
     streamed: bool = False  # progress already went out as JSON lines (watch): end with one more line
     config: Mapping[str, object] = field(default_factory=dict)  # what it was judged against (config.summary)
+
+    def __init__(self, command: str, reports: tuple[Report, ...] = (), error: str | None = None,
+                 tables: Mapping[str, object] = FACTORY, streamed: bool = False,
+                 config: Mapping[str, object] = FACTORY) -> None:
+        _set(self, "command", command)
+        _set(self, "reports", reports)
+        _set(self, "error", error)
+        _set(self, "tables", {} if tables is FACTORY else tables)
+        _set(self, "streamed", streamed)
+        _set(self, "config", {} if config is FACTORY else config)
 
     @property
     def worst_verdict(self) -> Verdict | None:

@@ -13,10 +13,10 @@ when two logged LR values are "the same", not whether a run is healthy."""
 from __future__ import annotations
 
 import weakref
-from typing import NamedTuple
 
 import numpy as np
 
+from trainproof.frozen import NamedTuple
 from trainproof.model import Run
 from trainproof.stats import CHUNK, all_finite, first_where, where
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
+
+from trainproof.frozen import NamedTuple
 
 
 class Blocks(NamedTuple):

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
 from trainproof.address import split_address
+from trainproof.frozen import FACTORY, record
 from trainproof.model import InputError, Run
 from trainproof.parsers import read_run
 from trainproof.probes.vocab import Vocabulary, find_vocabulary
@@ -18,7 +19,7 @@ from trainproof.rules.vocab import START_ABOVE_CHANCE
 from trainproof.stdin_log import STDIN, stdin_log
 
 
-@dataclass(frozen=True)
+@record()
 class LogOptions:
     """How the log commands read a log: the CLI's --format, --map and --vocab-size, by
     the same names, so the helpers here take either this or the parsed arguments."""
@@ -26,6 +27,12 @@ class LogOptions:
     format: str = "auto"
     map: Mapping[str, str] = field(default_factory=dict)
     vocab_size: int | None = None
+
+    def __init__(self, format: str = "auto", map: Mapping[str, str] = FACTORY, vocab_size: int | None = None) -> None:
+        # written out, not generated (trainproof.frozen, #14)
+        object.__setattr__(self, "format", format)
+        object.__setattr__(self, "map", {} if map is FACTORY else map)
+        object.__setattr__(self, "vocab_size", vocab_size)
 
     @classmethod
     def checked(cls, format: str = "auto", mapping: Mapping[str, str] | None = None,

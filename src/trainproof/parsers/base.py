@@ -11,19 +11,20 @@ import mmap
 import sys
 from array import array
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
 
 import numpy as np
 
 from trainproof.files import require_regular
+from trainproof.frozen import FACTORY, NamedTuple, record
 from trainproof.model import InputError
 from trainproof.parsers.compressed import read_head
 from trainproof.parsers.stores import Store
 
 
-@dataclass
+@record(frozen=False)
 class RawLog:
     """What a reader measured: raw columns name -> (steps, values), before mapping."""
 
@@ -32,6 +33,16 @@ class RawLog:
     notes: list[str] = field(default_factory=list)
     meta: dict[str, object] = field(default_factory=dict)
     step_column: str | None = None
+
+    def __init__(self, columns: dict[str, tuple[np.ndarray, np.ndarray]], records: int,
+                 notes: list[str] = FACTORY, meta: dict[str, object] = FACTORY,
+                 step_column: str | None = None) -> None:
+        # written out, not generated (trainproof.frozen, #14)
+        self.columns = columns
+        self.records = records
+        self.notes = [] if notes is FACTORY else notes
+        self.meta = {} if meta is FACTORY else meta
+        self.step_column = step_column
 
 
 _PAGE = mmap.PAGESIZE

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from trainproof.address import SEPARATOR
+from trainproof.frozen import NamedTuple
 from trainproof.model import InputError
 
 if TYPE_CHECKING:  # base imports this module for Format.store

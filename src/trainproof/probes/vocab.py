@@ -8,8 +8,9 @@ judges: rules/vocab.py decides what the numbers mean."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
+from trainproof.frozen import NamedTuple
 from trainproof.parsers.base import number
 from trainproof.parsers.jsonutil import loads
 

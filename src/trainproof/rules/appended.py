@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
-from typing import NamedTuple
 
 import numpy as np
 
+from trainproof.frozen import NamedTuple
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules import resume  # noqa: F401  (registers the resume check this follows)
 from trainproof.rules.base import Example, Threshold, check, rule

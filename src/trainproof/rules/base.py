@@ -13,10 +13,13 @@ import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import field
+from typing import Any
 
+from trainproof.frozen import FACTORY, NamedTuple, record
 from trainproof.model import Finding, Level, Location, Skip
+
+_set = object.__setattr__
 
 # Threshold overrides of the judging in progress: rule ID -> name -> value. A context
 # variable, set for a block and restored after it, so that overrides never outlive the
@@ -55,7 +58,7 @@ class Example(NamedTuple):
     note: str = ""
 
 
-@dataclass(frozen=True)
+@record()
 class Rule:
     """One rule as the catalogue declares it: ID, level, words and thresholds."""
 
@@ -71,6 +74,23 @@ class Rule:
     fires: Example | None = None
     passes: Example | None = None
     limits: str = ""  # what the finding does NOT mean
+
+    def __init__(self, id: str, level: Level, group: str, title: str, evidence: str, summary: str, why: str,
+                 fix: str, thresholds: Mapping[str, Threshold] = FACTORY, fires: Example | None = None,
+                 passes: Example | None = None, limits: str = "") -> None:
+        # written out, not generated (trainproof.frozen, #14)
+        _set(self, "id", id)
+        _set(self, "level", level)
+        _set(self, "group", group)
+        _set(self, "title", title)
+        _set(self, "evidence", evidence)
+        _set(self, "summary", summary)
+        _set(self, "why", why)
+        _set(self, "fix", fix)
+        _set(self, "thresholds", {} if thresholds is FACTORY else thresholds)
+        _set(self, "fires", fires)
+        _set(self, "passes", passes)
+        _set(self, "limits", limits)
 
     def t(self, name: str) -> float:
         """The threshold `name` as the judging in progress uses it: the declared value,

@@ -8,11 +8,10 @@ the judge below is the only code that decides."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from trainproof import stats
+from trainproof.frozen import NamedTuple
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules import evalcurve  # noqa: F401  (imported first, as the package would: keeps the catalogue's order)
 from trainproof.rules.base import Example, Threshold, check, rule

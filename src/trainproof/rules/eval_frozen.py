@@ -15,11 +15,11 @@ TP-EVAL-METRIC-CONFLICT against a near-zero eval loss."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple
 
 import numpy as np
 
 from trainproof import stats
+from trainproof.frozen import NamedTuple
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules import eval_metric  # noqa: F401  (registers eval-metric, which this check follows)
 from trainproof.rules.base import Example, Threshold, check, rule

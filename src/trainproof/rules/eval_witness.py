@@ -17,11 +17,11 @@ Measures only; the thresholds are declared here and listed by TP-DEAD-RUN, whose
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 import numpy as np
 
 from trainproof import stats
+from trainproof.frozen import NamedTuple
 from trainproof.model import Run, Series
 from trainproof.rules.base import Threshold
 

@@ -10,11 +10,10 @@ only code that decides whether they fire."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from trainproof import stats
+from trainproof.frozen import NamedTuple
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gate import progress_gate

@@ -9,11 +9,10 @@ judge below is the only code that decides whether it fires."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from trainproof import stats
+from trainproof.frozen import NamedTuple
 from trainproof.model import Finding, Level, Run, Series, Skip
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gradients import G, finite_loss, where

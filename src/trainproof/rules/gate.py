@@ -13,10 +13,9 @@ they saw."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
+from trainproof.frozen import NamedTuple
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.schedule import Schedule, read_schedule

@@ -9,11 +9,11 @@ rules/run.py places its checks around these so reports list findings in the orde
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
 
 import numpy as np
 
 from trainproof import memo, stats
+from trainproof.frozen import NamedTuple
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.schedule import read_schedule

@@ -16,11 +16,10 @@ verdict does not depend on the logging interval or the loss's units."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from trainproof import stats
+from trainproof.frozen import NamedTuple
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules import resume  # noqa: F401  (registers the resume check these follow)
 from trainproof.rules.base import Example, Threshold, check, rule

@@ -6,11 +6,10 @@ below are the only code that decides whether they fire."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from trainproof import stats
+from trainproof.frozen import NamedTuple
 from trainproof.memo import last_series
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules import eval_witness as ew
