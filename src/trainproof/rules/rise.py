@@ -203,6 +203,7 @@ SMALL_GAIN = rule(
             "less, except one whose eval loss ended above its start (below). Ten is seven times "
             "the most noise gave and a one-sided chance of 1e-23: the weights changed."),
         "min_fall": sf.TREND_MIN_FALL,
+        "min_points": DEAD_RUN.thresholds["min_points"],
     },
     fires=Example({"loss": [0.9872, 0.9527, 0.9483, 0.9469, 0.9459, 0.9449, 0.9444, 0.9439, 0.9433, 0.9425]},
                   note="ten epoch means, 4.5 % lower at the end, at 0.1 % noise per epoch"),
