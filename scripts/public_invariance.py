@@ -167,6 +167,12 @@ _REASONS = {  # run id -> (perturbations, why the move to or from FAIL is right)
         "2.11 (4.1 %, under the 5 % band) that TP-DEAD-RUN fails only because its steady-fall test stops "
         "at Mann-Kendall z 3.27 against 3.5; without its last epoch the 11 blocks regroup and z is 4.05, "
         "a steady fall, which the rule counts as learning. A verdict at a bar moves when one point does."),
+    "ged1182__housesandboats__lightning_logs-version_14-metrics": (
+        ("halve_drop_first", "mean_pairs"),
+        _FIRST_WITNESS + "A classifier at ln 10 from its first point (2.30 at step 0) to its last, with one "
+        "batch at 30.2 at step 1 (labelled FAIL: never learns): without step 0, or averaged with it, the "
+        "log starts at that batch (30.2, or 16.3 paired) and the fall from it back to 2.3 reads as "
+        "learning. Only the first point says where the model began."),
     "funnyengineer__rl-bem__logs-lightning_logs-version_0-metrics": (
         ("cut3",),
         "WARN -> FAIL, toward its label (FAIL: a regressor at 2e8 that moves 0.6 % in 50 epochs), at "

@@ -59,9 +59,11 @@ _spec.loader.exec_module(pi)
 # diego-azenha is a WARN now, and its six moves at TP-DEAD-RUN's ten-point minimum are WARN -> PASS, no longer
 # from FAIL). TP-LOSS-REPEATS adds 2 on fresh18's elizaveta-terek: its twelve points (three periods of four)
 # cut by three or thinned hold too few periods, WARN -> PASS at the rule's minimum (4 moves, where 2 moved
-# before): 278.
+# before): 278. fresh23-25 (86 runs) add 25 (11, 4 and 10), two to or from FAIL: fresh23's ged1182 halved
+# without its first point or paired, the stated first-point exception (a loss at ln 10 throughout whose
+# second point is one batch at 30.2): 303.
 # A rule change that moves more must say why here.
-MAX_MOVES = 278
+MAX_MOVES = 303
 
 
 @pytest.fixture(scope="module")
