@@ -197,7 +197,7 @@ def build_run(path: str, fmt: str, raw: RawLog, mapping: Mapping[str, str]) -> R
         if col not in raw.columns:
             found = ", ".join(sorted(raw.columns)) or "none"
             raise InputError(f"--map {canon}={col}: no column {col!r} in {path} (found: {found})")
-    chosen = choose(raw.columns, mapping)
+    chosen = choose(raw.columns, mapping, {col: len(values) for col, (_, values) in raw.columns.items()})
     notes = list(raw.notes)
     series: dict[str, Series] = {}
     resumes: dict[str, list[dict]] = {}

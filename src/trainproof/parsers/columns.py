@@ -107,18 +107,23 @@ def looks_like_metric(raw: str) -> bool:
     return hit is not None and hit[0] in ("loss", "eval_loss", "lr", "grad_norm")
 
 
-def choose(raw_names: Iterable[str], mapping: Mapping[str, str]) -> dict[str, str]:
-    """canonical -> raw column, applying --map first, then the alias table."""
+def choose(raw_names: Iterable[str], mapping: Mapping[str, str],
+           sizes: Mapping[str, int] | None = None) -> dict[str, str]:
+    """canonical -> raw column, applying --map first, then the alias table. With `sizes`
+    (points per raw column), a column that holds fewer than half the points of another
+    column naming the same metric gives way to it whatever its rank: Lightning's
+    `train_loss_step` logged once in a short run (every 50 steps, 49 steps an epoch) beside a
+    `train_loss_epoch` of ten points is one batch, not the curve."""
     raw_names = list(raw_names)
-    chosen: dict[str, tuple[int, str]] = {}
+    found: dict[str, list[tuple[int, str]]] = {}
     for raw in raw_names:
         hit = canonical(raw)
-        if hit is None:
-            continue
-        canon, rank = hit
-        if canon not in chosen or rank < chosen[canon][0]:
-            chosen[canon] = (rank, raw)
-    out = {canon: raw for canon, (_, raw) in chosen.items()}
+        if hit is not None:
+            found.setdefault(hit[0], []).append((hit[1], raw))
+    out = {}
+    for canon, hits in found.items():
+        most = max((sizes or {}).get(raw, 0) for _, raw in hits)
+        out[canon] = min(hits, key=lambda h: (2 * (sizes or {}).get(h[1], 0) < most, h[0]))[1]
     out.update(mapping)
     return out
 
