@@ -173,13 +173,19 @@ _REASONS = {  # run id -> (perturbations, why the move to or from FAIL is right)
         "batch at 30.2 at step 1 (labelled FAIL: never learns): without step 0, or averaged with it, the "
         "log starts at that batch (30.2, or 16.3 paired) and the fall from it back to 2.3 reads as "
         "learning. Only the first point says where the model began."),
-    "funnyengineer__rl-bem__logs-lightning_logs-version_0-metrics": (
-        ("cut3",),
-        "WARN -> FAIL, toward its label (FAIL: a regressor at 2e8 that moves 0.6 % in 50 epochs), at "
-        "TP-DEAD-RUN's bound: 13 points at 6.5 % noise and an end 4 % above the start put the gain's upper "
-        "bound at two standard errors at 11.2 %, just over the 10 % band (TP-NO-PROGRESS); three points "
-        "shorter the end sits 12 % above the start and the bound is 4.2 %, evidence enough of no progress. "
-        "No progress either way; the severity moves at the bar."),
+    "robertodr01__ethical-nlp__lightning_logs-version_17-metrics": (
+        ("halve", "halve_drop_first", "mean_pairs"),
+        "PASS -> FAIL, toward its label (FAIL: a constant 5-class prediction, epoch loss 1.634 -> 1.633): "
+        "the full log passes TP-DEAD-RUN only because its first point, one batch at 1.815 among 836 at "
+        "12.7 % noise, sits 10.5 % above the end, past clear_improvement at 0.9 standard errors "
+        "(fresh26_review.json); halved, without that point or paired, the gain is 5.8-8.3 % and the line "
+        "through the blocks bounds it under 10 %: dead, as it is."),
+    "arnav0405__convlstmpytorchlightning__lightning_logs-version_3-metrics": (
+        ("x0.5",),
+        "TP-PRIOR-ONLY reads the level ln K of a cross-entropy in nats (its stated limit): a 10-class loss "
+        "at ln 10 (2.32 -> 2.21, labelled WARN, barely above chance) halved sits at 1.16-1.10, within the "
+        "band of ln 3, another class count's chance level. Units-dependent, like vacantfury's; read from "
+        "its epoch column since the column choice by points, which made its curve the one judged."),
 }
 # (run id, perturbation) -> why the move to or from FAIL is right. Nothing else may move so.
 EXCEPTIONS: dict[tuple[str, str], str] = {(run, p): why for run, (ps, why) in _REASONS.items() for p in ps}

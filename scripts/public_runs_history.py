@@ -43,6 +43,8 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
 - TP-LOSS-BLOWUP's noise widths and TP-APPENDED-RUNS' first-point test: the twenty-one halves up to
   fresh19 (after their reviews; fresh20-fresh22 were scored after both changes).
 - TP-SMALL-GAIN and TP-LOSS-REPEATS: all twenty-four halves (after the first scorings of fresh20-fresh22).
+- The column choice by points (a per-step column holding fewer than half the points of a per-epoch one
+  gives way to it): all thirty halves (after fresh26's first scoring).
 fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
 earlier changes, fresh9 and fresh10 after all of those.
 """
@@ -342,4 +344,20 @@ def intro(n: Counter) -> list[str]:
            "classifier whose loss falls while its accuracy collapses to chance passed: only the score "
            "says so). No rule changed after them.", ""]
           if n.get("fresh23") else []),
+        *([f"Three more on the same rules, fresh26 ({n['fresh26']} runs: Lightning `metrics.csv` under "
+           f"`version_16/`-`version_18/` and `logs/lightning_logs/version_2/`, Keras CSVs and History), fresh27 "
+           f"({n['fresh27']}: Ultralytics under `train13/`, `train14/` and other tasks' new folders, DVCLive, "
+           f"Detectron2 - the unused paths nearly exhausted) and fresh28 ({n['fresh28']}: HF "
+           "`trainer_state.json` under unused folder names, LLaMA-Factory), scored once at 897f6a9 "
+           "(`fresh26_first_scoring.txt` .. `fresh28_first_scoring.txt`; misses reviewed in "
+           "`fresh26_review.json`, `fresh28_review.json`). They met the bar on 86 of 91: fresh27 on all 17 "
+           "(its two broken YOLO runs, mAP exactly 0, failed), fresh28 on 34 of 35 (an HF classifier that "
+           "learned before its first logged step, failed as dead, labelled a plateau), fresh26 on 35 of 39 "
+           "(two runs with no gain failed as dead, labelled 'barely learning' and 'overfitting' - the second "
+           "because a Lightning `train_loss_step` logged once was read as its train curve; a constant "
+           "classifier whose frozen accuracy moved at a final validation, and a negative log-likelihood "
+           "falling without a floor, passed). After them the column that holds a metric's curve is read "
+           "(`column_choice_before_after.txt`: that run and fresh17's cem-keske meet the bar; nine other "
+           "Lightning runs move between PASS and WARN, or to FAIL as labelled).", ""]
+          if n.get("fresh26") else []),
     ]

@@ -61,9 +61,13 @@ _spec.loader.exec_module(pi)
 # cut by three or thinned hold too few periods, WARN -> PASS at the rule's minimum (4 moves, where 2 moved
 # before): 278. fresh23-25 (86 runs) add 25 (11, 4 and 10), two to or from FAIL: fresh23's ged1182 halved
 # without its first point or paired, the stated first-point exception (a loss at ln 10 throughout whose
-# second point is one batch at 30.2): 303.
+# second point is one batch at 30.2): 303. fresh26-28 (91 runs) add 28 (15, 2 and 11), three to FAIL on
+# fresh26's robertodr01, toward its label (stated). Reading the column that holds a metric's curve (a
+# Lightning train_loss_step logged once gives way to train_loss_epoch) removes 11 (fresh15 5, fresh18 2,
+# fresh20 4: funnyengineer fails at every perturbation now) and adds 1 (fresh11's arnav0405 in half units,
+# stated): 321.
 # A rule change that moves more must say why here.
-MAX_MOVES = 303
+MAX_MOVES = 321
 
 
 @pytest.fixture(scope="module")
