@@ -117,3 +117,11 @@ def test_a_long_noisy_log_costs_a_window() -> None:
     loss = 2.0 * np.exp(rng.normal(0.0, 0.1, 2_000_000))
     loss[-1] = loss[-100]
     assert not _findings(_run(loss.tolist()))
+
+
+def test_a_shorter_partial_period_does_not_hide_the_real_one() -> None:
+    """Each epoch ends with two batches repeated (..., 3.3, 4.4, 3.3, 4.4): a period of two
+    matches the last four points, too few to judge; the real period, six, repeats five times."""
+    epoch = [1.10417, 2.20833, 3.31249, 4.41666, 3.31249, 4.41666]
+    (f,) = _findings(_run([5.0, 4.8, 4.6, 4.5, *(epoch * 5)]))
+    assert f.values["period"] == 6 and f.values["periods"] == 5

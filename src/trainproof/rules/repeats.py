@@ -101,18 +101,21 @@ def _repeat_start(values: np.ndarray, p: int, tol: float) -> int:
 
 
 def _repeating_tail(values: np.ndarray, tol: float, max_period: int) -> _Cycle | None:
-    """The shortest period p >= 2 at which the log's end repeats, with the first index of the
-    longest stretch running to the end in which every point matches the one p before; None
-    when the last point repeats at no such period. A period is followed only when the last
-    point and the p points before it allow it, so a real log costs a window, not a pass."""
+    """The shortest period p >= 2 at which the log's end repeats as the rule asks (min_matched
+    points, min_periods, the last tail_share of the log, a cycle that is not one value held),
+    with the first index of that stretch; None when no period does. A period is followed only
+    when the log's last point recurs that far back, so a real log costs a window, not a pass."""
+    r = REPEATS
     n = values.size
     window = values[max(0, n - 1 - max_period):n - 1][::-1]  # values 1 .. max_period points back
     candidates = np.flatnonzero(np.abs(window - values[-1]) <= tol) + 1
     for p in candidates[candidates >= 2][:64].tolist():
         start = _repeat_start(values, p, tol)
-        if n - start >= 2 * p:  # at least one whole period repeated; the rest is judged below
+        tail = n - start
+        if (tail - p >= r.t("min_matched") and tail >= r.t("min_periods") * p
+                and tail >= r.t("tail_share") * n and float(np.ptp(values[-p:])) > tol):
             return _Cycle(p, start)
-    return None
+    return None  # too short a repeat to be more than chance, or one value held (TP-LOSS-FROZEN's)
 
 
 @check("loss-repeats", REPEATS, after="frozen-loss")
@@ -132,11 +135,7 @@ def loss_repeats(run: Run) -> list[Finding] | Skip:
     if c is None:
         return []
     p, tail = c.period, v.size - c.start
-    matched = tail - p
     cycle = v[-p:]
-    if (matched < r.t("min_matched") or tail < r.t("min_periods") * p or tail < r.t("tail_share") * v.size
-            or float(np.ptp(cycle)) <= tol):
-        return []  # too short a repeat to be more than chance, or one value held (TP-LOSS-FROZEN's)
     resolution = printed_resolution(v)
     if resolution > tol:
         return []  # the log cannot print a change this small: repeats are its rounding
