@@ -201,7 +201,27 @@ def add_matrix(matrix: np.ndarray, keys: tuple[str, ...], cols: Columns, step_ke
     cell is infinite; a NaN is a row without the key (the matrix has no other NaN), so
     a column's points are its non-NaN cells, dense and sparse columns alike."""
     by_key = np.ascontiguousarray(matrix.T)  # a column per row of this array: contiguous
-    _extend_by_key(by_key, keys, cols, by_key[keys.index(step_key)], step_key)
+    n = by_key.shape[1]
+    steps = by_key[keys.index(step_key)]
+    # _extend_by_key's additions, with the gaps of every key found by one isnan and one
+    # count over the whole array instead of three calls a key, and columns with gaps in
+    # the same rows told apart by their gap masks' bytes instead of comparing each mask
+    # with every one kept: a trainer_state.json is read in ~1 MiB slices (hf.SLICE), ~180
+    # for 1M entries, and this ran 0.115 -> 0.105 s over them (#14)
+    gaps = np.isnan(by_key)
+    missing = np.count_nonzero(gaps, axis=1).tolist()
+    shared: dict[bytes, np.ndarray] = {}  # a gap mask's bytes -> the steps of its rows
+    for key, values, gap, miss in zip(keys, by_key, gaps, missing, strict=True):
+        if key == step_key:
+            continue
+        if miss == 0:
+            cols.extend(key, steps, values)
+        elif miss < n:
+            keep = ~gap
+            at = shared.get(mask := gap.tobytes())
+            if at is None:
+                at = shared[mask] = steps[keep]
+            cols.extend(key, at, values[keep])
 
 
 def _extend_by_key(by_key: np.ndarray, keys: tuple[str, ...], cols: Columns, steps: np.ndarray,

@@ -209,7 +209,7 @@ class Template:
         return [None] * len(rows) if get is None else list(map(get, rows))
 
 
-PACKED_MAX = 32 << 20  # bytes of MessagePack a slice at most (a 4 MB slice of trainer rows: ~5 MB)
+PACKED_MAX = 32 << 20  # bytes of MessagePack a slice at most (a 1 MiB slice of trainer rows: ~1.1 MB)
 
 
 class _Packed:

@@ -16,6 +16,7 @@ from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
 from trainproof.rules import evalcurve  # noqa: F401  (imported first, as the package would: keeps the catalogue's order)
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.frozen import loss_frozen
+from trainproof.rules.gate import interp_at
 from trainproof.rules.gradients import G, where
 from trainproof.rules.run import positive_loss
 
@@ -118,7 +119,7 @@ def _epochs(run: Run, s: Series) -> tuple[np.ndarray, str] | None:
     """The epoch (fractional) at every loss step, and where it came from."""
     e = run.get("epoch")
     if e is not None and len(f := e.finite_only()) >= 2 and np.all(np.diff(f.values) >= 0):
-        return np.interp(s.steps, f.steps, f.values), "the epoch column"
+        return interp_at(s.steps, f), "the epoch column"
     meta = run.meta if hasattr(run.meta, "get") else {}
     n_ep, max_steps = meta.get("num_train_epochs"), meta.get("max_steps")
     if isinstance(n_ep, (int, float)) and isinstance(max_steps, (int, float)) and n_ep > 0 and max_steps > 0:
