@@ -120,10 +120,11 @@ def choose(raw_names: Iterable[str], mapping: Mapping[str, str],
         hit = canonical(raw)
         if hit is not None:
             found.setdefault(hit[0], []).append((hit[1], raw))
+    points = sizes or {}
     out = {}
     for canon, hits in found.items():
-        most = max((sizes or {}).get(raw, 0) for _, raw in hits)
-        out[canon] = min(hits, key=lambda h: (2 * (sizes or {}).get(h[1], 0) < most, h[0]))[1]
+        most = max(points.get(raw, 0) for _, raw in hits)
+        out[canon] = min(hits, key=lambda h: (2 * points.get(h[1], 0) < most, h[0]))[1]
     out.update(mapping)
     return out
 
