@@ -45,6 +45,8 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
 - TP-SMALL-GAIN and TP-LOSS-REPEATS: all twenty-four halves (after the first scorings of fresh20-fresh22).
 - The column choice by points (a per-step column holding fewer than half the points of a per-epoch one
   gives way to it): all thirty halves (after fresh26's first scoring).
+- TP-LOSS-UNBOUNDED: all thirty halves (added after fresh26's first scoring, on its villrv and
+  fresh12's agusbs98).
 fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
 earlier changes, fresh9 and fresh10 after all of those.
 """
@@ -358,6 +360,8 @@ def intro(n: Counter) -> list[str]:
            "classifier whose frozen accuracy moved at a final validation, and a negative log-likelihood "
            "falling without a floor, passed). After them the column that holds a metric's curve is read "
            "(`column_choice_before_after.txt`: that run and fresh17's cem-keske meet the bar; nine other "
-           "Lightning runs move between PASS and WARN, or to FAIL as labelled).", ""]
+           "Lightning runs move between PASS and WARN, or to FAIL as labelled); and a negative loss whose "
+           "size grows a hundredfold and more without settling fails (TP-LOSS-UNBOUNDED, "
+           "`loss_unbounded_before_after.txt`: that run and fresh12's agusbs98, nothing else).", ""]
           if n.get("fresh26") else []),
     ]

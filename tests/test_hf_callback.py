@@ -128,10 +128,14 @@ def test_warn_never_stops_the_same_run(blocks, tmp_path, capsys):
     cb = TrainproofCallback(policy="warn")
     trainer = train(gpt2(vocab), data, 1.0, cb, tmp_path)
     assert trainer.state.global_step == STEPS and cb.stopped_at is None
-    # 5.4 on the first logged step, 21-68 after, about 30 at the end: TP-DIVERGE fired live
-    # at step 8; the whole run ends far above its first point, with no block of points
-    # ever at that level, which is TP-LOSS-ROSE's condition (not a floor it diverged from).
-    assert cb.verdict is Verdict.FAIL and "TP-LOSS-ROSE" in {f.rule_id for f in cb.findings}
+    # 5.4 on the first logged step, 21-68 after: TP-DIVERGE fires live at step 8. Which
+    # rule names the whole run depends on where its last steps land, and that moves with the
+    # transformers release (about 30 at the end when this test was written: no block of points
+    # ever at the start's level, TP-LOSS-ROSE; 62 with 5.25.0: a climb from the 21 after the
+    # first step, TP-DIVERGE). Either is this run's blow-up at lr 1.0; what this test holds is that
+    # the warn policy reports a FAIL and lets the run finish.
+    names = {f.rule_id for f in cb.findings}
+    assert cb.verdict is Verdict.FAIL and names & {"TP-LOSS-ROSE", "TP-DIVERGE"}, names
     err = capsys.readouterr().err
     assert "ABORT" not in err and "[FAIL] TP-DIVERGE" in err and "training continues" in err
 
