@@ -364,4 +364,16 @@ def intro(n: Counter) -> list[str]:
            "size grows a hundredfold and more without settling fails (TP-LOSS-UNBOUNDED, "
            "`loss_unbounded_before_after.txt`: that run and fresh12's agusbs98, nothing else).", ""]
           if n.get("fresh26") else []),
+        *([f"Three more after TP-LOSS-UNBOUNDED, fresh29 ({n['fresh29']} runs: Lightning `metrics.csv` under "
+           f"`version_19/`-`version_21/`, `logs/lightning_logs/version_3/`-`4/` and other logger roots, Keras CSVs "
+           f"and History), fresh30 ({n['fresh30']}: Ultralytics classifiers, YOLO detectors logged through DVCLive) "
+           f"and fresh31 ({n['fresh31']}: HF `trainer_state.json` under unused folder names, LLaMA-Factory), "
+           "scored once at e35976a (`fresh29_first_scoring.txt` .. `fresh31_first_scoring.txt`; misses reviewed in "
+           "`fresh29_review.json`, `fresh31_review.json`). They met the bar on 88 of 92: fresh30 on all 32, fresh31 "
+           "on 29 of 30 (a TrOCR run whose one evaluation has a CER and WER of exactly 1 beside a falling loss "
+           "passed: one score at one point), fresh29 on 27 of 30 (three FAILs on runs labelled WARN: a classifier "
+           "that fitted its training set before its first epoch ended, failed as dead; a log that starts at epoch "
+           "60, failed as dead on its flat stretch; and a run whose train and val loss both ended 2.4x and 3.7x "
+           "their best, failed as diverged, labelled a stall).", ""]
+          if n.get("fresh29") else []),
     ]
