@@ -186,6 +186,11 @@ _REASONS = {  # run id -> (perturbations, why the move to or from FAIL is right)
         "at ln 10 (2.32 -> 2.21, labelled WARN, barely above chance) halved sits at 1.16-1.10, within the "
         "band of ln 3, another class count's chance level. Units-dependent, like vacantfury's; read from "
         "its epoch column since the column choice by points, which made its curve the one judged."),
+    "leemingo__sr-press__lightning_logs-version_19-metrics": (
+        ("nats_to_bits",),
+        "TP-PRIOR-ONLY reads the level ln K of a cross-entropy in nats (its stated limit): a binary loss "
+        "barely moving at 0.447-0.438 nats (labelled WARN, barely learning) written in bits sits at "
+        "0.645-0.631, within the band of ln 2 in nats. Units-dependent, like vacantfury's and arnav0405's."),
 }
 # (run id, perturbation) -> why the move to or from FAIL is right. Nothing else may move so.
 EXCEPTIONS: dict[tuple[str, str], str] = {(run, p): why for run, (ps, why) in _REASONS.items() for p in ps}

@@ -47,6 +47,8 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
   gives way to it): all thirty halves (after fresh26's first scoring).
 - TP-LOSS-UNBOUNDED: all thirty halves (added after fresh26's first scoring, on its villrv and
   fresh12's agusbs98).
+- TP-LATE-START-PLATEAU (TP-DEAD-RUN's FAIL on a log that starts a whole epoch into its run is a
+  WARN): all thirty-three halves (after fresh29's first scoring, on its ytes-k).
 fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
 earlier changes, fresh9 and fresh10 after all of those.
 """
@@ -374,6 +376,8 @@ def intro(n: Counter) -> list[str]:
            "passed: one score at one point), fresh29 on 27 of 30 (three FAILs on runs labelled WARN: a classifier "
            "that fitted its training set before its first epoch ended, failed as dead; a log that starts at epoch "
            "60, failed as dead on its flat stretch; and a run whose train and val loss both ended 2.4x and 3.7x "
-           "their best, failed as diverged, labelled a stall).", ""]
+           "their best, failed as diverged, labelled a stall). After them a flat loss in a log that starts a whole "
+           "epoch into its run is a plateau of the stretch logged (TP-LATE-START-PLATEAU, WARN), not a dead run "
+           "(`late_start_before_after.txt`: that run, nothing else).", ""]
           if n.get("fresh29") else []),
     ]

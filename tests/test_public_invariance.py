@@ -65,9 +65,11 @@ _spec.loader.exec_module(pi)
 # fresh26's robertodr01, toward its label (stated). Reading the column that holds a metric's curve (a
 # Lightning train_loss_step logged once gives way to train_loss_epoch) removes 11 (fresh15 5, fresh18 2,
 # fresh20 4: funnyengineer fails at every perturbation now) and adds 1 (fresh11's arnav0405 in half units,
-# stated): 321.
+# stated): 321. TP-LOSS-UNBOUNDED moves none. fresh29-31 (92 runs) add 14 (9, 0 and 5), one to FAIL: fresh29's
+# leemingo written in bits, at TP-PRIOR-ONLY's ln 2 (units-dependent, stated); TP-LATE-START-PLATEAU turns fresh29's
+# ytes-k's three halvings (under TP-DEAD-RUN's ten points) from FAIL -> PASS into WARN -> PASS: 335.
 # A rule change that moves more must say why here.
-MAX_MOVES = 321
+MAX_MOVES = 335
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from trainproof.rules import eval_witness as ew
 from trainproof.rules import steady_fall as sf
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gate import not_yet, progress_gate
+from trainproof.rules.late_start import LATE_START_PLATEAU, late_start
 from trainproof.rules.run import (
     DIVERGE,
     G,
@@ -359,7 +360,7 @@ def first_point_is_full(s: Series) -> bool:
     return not (0 < first < typical * DEAD_RUN.t("full_first_interval") and on_grid)
 
 
-@check("dead-run", DEAD_RUN, NO_PROGRESS, SMALL_GAIN, loss_curve=True)
+@check("dead-run", DEAD_RUN, NO_PROGRESS, SMALL_GAIN, LATE_START_PLATEAU, loss_curve=True)
 def loss_not_improving(run: Run) -> list[Finding] | Skip:
     s = finite_loss(run, int(DEAD_RUN.t("min_points")))
     if isinstance(s, Skip):
@@ -469,6 +470,14 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
                                     clear=DEAD_RUN.t("clear_improvement"), resolve_se=r,
                                     upper=float(-np.expm1(-upper)), bound=bound,
                                     gain_se=gain_se, n=len(s), seen=seen_phrase(gate))]
+    if not frozen and (late := late_start(run)) is not None:
+        # The log holds a later stretch of its run only: flat there is a plateau of what was
+        # logged, and "never learned" would claim the part the log does not hold.
+        return [LATE_START_PLATEAU.finding(Location(run.path), m=m, start=start, end=end,
+                                           improvement=improvement, gain_se=gain_se, start_is=start_is,
+                                           end_from=float(s.steps[-m]), end_to=float(s.steps[-1]),
+                                           epoch=late[0], next_epoch=late[1], late=late[0] - (late[1] - late[0]),
+                                           seen=seen_phrase(gate))]
     said = witness.says() if frozen and witness is not None else ""
     placed = ("" if frozen or upper >= clear_log else
               f"; the log bounds the gain under the clear {DEAD_RUN.t('clear_improvement'):.0%}: at most "
