@@ -191,6 +191,36 @@ _REASONS = {  # run id -> (perturbations, why the move to or from FAIL is right)
         "TP-PRIOR-ONLY reads the level ln K of a cross-entropy in nats (its stated limit): a binary loss "
         "barely moving at 0.447-0.438 nats (labelled WARN, barely learning) written in bits sits at "
         "0.645-0.631, within the band of ln 2 in nats. Units-dependent, like vacantfury's and arnav0405's."),
+    "ni-vi__cluster__lightning_logs-version_104-metrics": (
+        ("halve_drop_first", "mean_pairs"),
+        "PASS -> FAIL, toward its label (FAIL: a constant classifier, 409 one-batch losses around 1.0 at 14 % "
+        "noise, no trend): the full log passes TP-DEAD-RUN only because its first point, one batch at 1.15, "
+        "sits 14 % above the end's median, past clear_improvement at 1.1 standard errors (fresh32_review.json); "
+        "without that point, or paired, the line through 51 blocks shows no gain: dead, as it is."),
+    "paksu64__neural_networks__lightning_logs-version_34-metrics": (
+        ("cut2", "halve_drop_first", "mean_pairs"),
+        "PASS -> FAIL, toward its label (FAIL: 0.017 -> 10.3 by the fifth point, then swinging 0.3-10): its "
+        "swings set the noise yardstick (138 % per point), so the full log's 95x rise over its start sits at 2.8 "
+        "standard errors, under TP-LOSS-ROSE's 3 (fresh32_review.json); cut by two, halved without its first "
+        "point or paired, the end's median or the noise moves and the rise clears 3."),
+    "rohannsahh__flood-prediction-using-temporal-fusion-transformer__lightning_logs-version_33-metrics": (
+        ("halve_drop_first",),
+        "WARN -> FAIL (labelled WARN: overfitting). A per-step MSE near 1e-5 at 117 % noise per point: halved "
+        "without its first point, the log starts at one batch of 3.2e-7 (a near-perfect batch, 30x below its "
+        "neighbours), and the end 45x above it clears TP-LOSS-ROSE at 3.3 standard errors. The stated exception "
+        "of tests/test_invariance.py read the other way: the first logged point is the start's only witness, "
+        "and here the point that takes its place is a low draw, not the untrained model. The full log and every "
+        "other perturbation: WARN (TP-OVERFIT)."),
+    "dpsfigo__yolov11-modelbox__runs-detect-train11-results": (
+        ("halve", "halve_drop_first", "mean_pairs"),
+        "FAIL -> WARN, never PASS (labelled FAIL: a YOLO detector at mAP exactly 0 for 13 epochs): halved it "
+        "keeps 6-7 of its 13 points, under TP-DEAD-RUN's ten, so only its frozen scores and eval loss speak "
+        "(TP-EVAL-METRIC-FROZEN, WARN)."),
+    "yezhiheng0811__37100-project-chat__finetuned_model-checkpoint-1000-trainer_state": (
+        ("halve_drop_first",),
+        _FIRST_WITNESS + "An SFT that lost 2.07 -> 1.52 in its first 100 steps and plateaued for 900 (labelled "
+        "WARN, an early plateau); halved without step 10, its log starts at step 100, after the drop, and the "
+        "plateau alone is a dead run (at most 2.4 % at two standard errors)."),
 }
 # (run id, perturbation) -> why the move to or from FAIL is right. Nothing else may move so.
 EXCEPTIONS: dict[tuple[str, str], str] = {(run, p): why for run, (ps, why) in _REASONS.items() for p in ps}

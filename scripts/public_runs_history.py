@@ -380,4 +380,19 @@ def intro(n: Counter) -> list[str]:
            "epoch into its run is a plateau of the stretch logged (TP-LATE-START-PLATEAU, WARN), not a dead run "
            "(`late_start_before_after.txt`: that run, nothing else).", ""]
           if n.get("fresh29") else []),
+        *([f"Three more after TP-LATE-START-PLATEAU, fresh32 ({n['fresh32']} runs: Lightning `metrics.csv` under "
+           f"`version_22/` and up and other roots, Keras CSVs and History), fresh33 ({n['fresh33']}: Ultralytics "
+           f"oriented-box, detect and classify runs, one Detectron2) and fresh34 ({n['fresh34']}: HF "
+           "`trainer_state.json`) - the unused paths nearly exhausted - scored once at a4d4817 "
+           "(`fresh32_first_scoring.txt` .. `fresh34_first_scoring.txt`; misses reviewed in `fresh32_review.json`, "
+           "`fresh34_review.json`). They met the bar on 47 of 51: fresh33 on all 15 (its two broken runs, a "
+           "classifier at loss exactly 0 and a detector at mAP exactly 0, failed), fresh34 on 12 of 13 (a PEFT run "
+           "flat at 0.1 from its first step, failed as dead, labelled 'nothing learned'), fresh32 on 20 of 23 (a "
+           "flat loss beside a falling quantisation error failed as dead, labelled WARN; a constant classifier "
+           "whose single first batch sat 14 % above the end, and a loss that swings 0.3-10 after a 600x jump, "
+           "passed). No rule changed after them: a first point inside the noise that no longer clears a log whose "
+           "line through nine blocks or more bounds the gain under 10 % was tried and reverted "
+           "(`noisy_clear_before_after.txt`): it failed those two classifiers as labelled, but not however they "
+           "were logged, and failed a healthy 60-step demo halved.", ""]
+          if n.get("fresh32") else []),
     ]
