@@ -16,7 +16,7 @@ from trainproof.examples import run_from
 from trainproof.model import Run, Skip
 from trainproof.parsers import read_run
 from trainproof.rules.late_start import LATE_START_PLATEAU, late_start
-from trainproof.rules.rise import loss_not_improving
+from trainproof.rules.rise import DEAD_RUN, loss_not_improving
 
 from .real_logs import local
 from .test_invariance import PERTURBATIONS
@@ -76,3 +76,8 @@ def test_no_local_real_log_starts_late() -> None:
     runs = local()
     assert len(runs) >= 100
     assert [name for name, run in runs if late_start(run) is not None] == []
+
+
+def test_it_needs_the_points_tp_dead_run_needs() -> None:
+    """Judged by TP-DEAD-RUN's check: the points it declares are that check's."""
+    assert LATE_START_PLATEAU.t("min_points") == DEAD_RUN.t("min_points")

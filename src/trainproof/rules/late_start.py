@@ -42,6 +42,10 @@ LATE_START_PLATEAU = rule(
             "writers that count epochs from 0 (Lightning, Keras) start at 0; those that log the "
             "epoch reached (HF, Ultralytics) start within one interval of 0 - both stay under "
             "this, whatever the logging rate."),
+        "min_points": Threshold(
+            10, "points",
+            "TP-DEAD-RUN's min_points: the rule is judged by that check, on the runs it would fail "
+            "(tests/test_late_start.py holds the two equal)."),
     },
     fires=Example({"epoch": list(range(60, 75)),
                    "loss": [6.73, 6.69, 6.65, 7.02, 6.86, 6.65, 6.6, 6.59, 7.2, 6.67, 6.71, 6.61,
