@@ -395,4 +395,14 @@ def intro(n: Counter) -> list[str]:
            "(`noisy_clear_before_after.txt`): it failed those two classifiers as labelled, but not however they "
            "were logged, and failed a healthy 60-step demo halved.", ""]
           if n.get("fresh32") else []),
+        *([f"Three more on the same rules, fresh35 ({n['fresh35']} runs: Lightning `metrics.csv`; the Keras paths "
+           f"left held no Keras file), fresh36 ({n['fresh36']}: Ultralytics segment, pose and classify runs) and "
+           f"fresh37 ({n['fresh37']}: HF `trainer_state.json`, mostly short logs; the stdout writers gave none), "
+           "scored once at 2fa0fe3 (`fresh35_first_scoring.txt` .. `fresh37_first_scoring.txt`; misses reviewed in "
+           "`fresh35_review.json`, `fresh37_review.json`). They met the bar on 62 of 65: fresh36 on all 22, fresh37 "
+           "on 25 of 26 (a binary classifier at ln 2 logged three times passed: every progress rule needs five "
+           "points), fresh35 on 15 of 17 (a 5 % gain at 0.7 standard errors failed as dead, labelled 'barely "
+           "learning'; a transliteration model stuck at 4.3 nats after an early fall passed - its level needs the "
+           "task's expected loss). No rule changed after them.", ""]
+          if n.get("fresh35") else []),
     ]

@@ -142,7 +142,8 @@ FRESH_HALVES = list(public_runs.FRESH_HALVES)
 SCORED_BY_NOW = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10",
                  "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18", "fresh19",
                  "fresh20", "fresh21", "fresh22", "fresh23", "fresh24", "fresh25", "fresh26", "fresh27",
-                 "fresh28", "fresh29", "fresh30", "fresh31", "fresh32", "fresh33", "fresh34")
+                 "fresh28", "fresh29", "fresh30", "fresh31", "fresh32", "fresh33", "fresh34", "fresh35", "fresh36",
+                 "fresh37")
 
 
 @pytest.mark.parametrize("half", FRESH_HALVES)
