@@ -221,6 +221,17 @@ _REASONS = {  # run id -> (perturbations, why the move to or from FAIL is right)
         _FIRST_WITNESS + "An SFT that lost 2.07 -> 1.52 in its first 100 steps and plateaued for 900 (labelled "
         "WARN, an early plateau); halved without step 10, its log starts at step 100, after the drop, and the "
         "plateau alone is a dead run (at most 2.4 % at two standard errors)."),
+    "mrkeaton1__cajal_course_ml_spike_project__lightning_logs-version_34-metrics": (
+        ("cut2", "halve_drop_first", "mean_pairs"),
+        "FAIL -> PASS, its label (WARN: barely learning) between the two. A marginal TP-DEAD-RUN: 1,822 per-step "
+        "losses at 7.2 % noise fall 3.4 % along the line through 50 blocks at Mann-Kendall z 3.2, under the "
+        "steady-fall test's 3.5 (fresh35_review.json); cut by two, halved without its first point or paired, z "
+        "clears 3.5 and the slow fall counts as learning."),
+    "amitesh-mishra-am__nlp-chatbot__results-checkpoint-126-trainer_state": (
+        ("cut3", "halve", "halve_drop_first", "mean_pairs"),
+        "FAIL -> PASS at TP-DEAD-RUN's minimum (labelled FAIL: a chatbot whose loss sits at 5.61-5.71 for all "
+        "twelve of its points): cut by three or halved it keeps 9 or 6 points, under the ten the rule needs, "
+        "and its 1.8 % range is far outside TP-FLAT's 0.1 % band: no other rule calls it dead."),
 }
 # (run id, perturbation) -> why the move to or from FAIL is right. Nothing else may move so.
 EXCEPTIONS: dict[tuple[str, str], str] = {(run, p): why for run, (ps, why) in _REASONS.items() for p in ps}
