@@ -54,8 +54,8 @@ UNBOUNDED = rule(
             "the log (at least three points), so one noisy batch is neither a start nor an end."),
         "min_points": Threshold(
             8, "points",
-            "Three-point medians at the start, at three quarters and at the end that do not "
-            "share a point."),
+            "A start, a point a quarter of the log before the end and an end, each a median of "
+            "three points or more (on logs under twelve points the last two windows overlap)."),
     },
     fires=Example({"loss": [float(round(-200 * 1.6 ** k)) for k in range(14)]},
                   note="negative from the start and 1.6x larger at every point"),
