@@ -53,3 +53,25 @@ def local() -> tuple[tuple[str, Run], ...]:
 def fires_on(judge: Callable[[Run], object], runs: tuple[tuple[str, Run], ...]) -> set[str]:
     """The names of the runs on which a check's judge makes a finding."""
     return {name for name, run in runs if not isinstance(out := judge(run), Skip) and list(out)}  # type: ignore[call-overload]
+
+
+def public_run(run_id: str) -> Run:
+    """One public run, of any half, rebuilt as its writer wrote it and read as a user's log is
+    (for the tests of a rule on the runs that raised it)."""
+    (doc,) = [d for d in DOCS if d["id"] == run_id]
+    with tempfile.TemporaryDirectory() as tmp:
+        return read_run(public_runs.rebuild(doc, Path(tmp)))
+
+
+@functools.cache
+def labelled_runs() -> tuple[tuple[dict, Run], ...]:
+    """(file, run) of every public run of every half that reads, for a rule's test that it fires on
+    the runs labelled for it and on no other (its judge only, never a verdict)."""
+    out = []
+    for doc in DOCS:
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                out.append((doc, read_run(public_runs.rebuild(doc, Path(tmp)))))
+            except InputError:  # a run the harness scores as NOT-CHECKED
+                continue
+    return tuple(out)

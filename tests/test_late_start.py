@@ -6,30 +6,19 @@ as dead at its first scoring)."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
 
 from trainproof.engine import judge_run
 from trainproof.examples import run_from
 from trainproof.model import Run, Skip
-from trainproof.parsers import read_run
 from trainproof.rules.late_start import LATE_START_PLATEAU, late_start
 from trainproof.rules.rise import DEAD_RUN, loss_not_improving
 
-from .real_logs import local
+from .real_logs import local, public_run
 from .test_invariance import PERTURBATIONS
-from .test_public_runs import DOCS, public_runs
 
 RAISED_BY = "ytes-k__llm-based-models-for-pv-generation__lightning_logs-version_21-metrics"
 _FLAT = [6.73, 6.69, 6.65, 7.02, 6.86, 6.65, 6.6, 6.59, 7.2, 6.67, 6.71, 6.61, 6.85, 6.86, 6.61]
-
-
-def _public(run_id: str) -> Run:
-    (doc,) = [d for d in DOCS if d["id"] == run_id]
-    with tempfile.TemporaryDirectory() as tmp:
-        return read_run(public_runs.rebuild(doc, Path(tmp)))
 
 
 def _ids(run: Run) -> set[str]:
@@ -38,7 +27,7 @@ def _ids(run: Run) -> set[str]:
 
 
 def test_the_run_that_raised_it_is_a_plateau_not_a_dead_run() -> None:
-    run = _public(RAISED_BY)
+    run = public_run(RAISED_BY)
     assert late_start(run) == (60.0, 61.0)
     assert _ids(run) == {LATE_START_PLATEAU.id}
     assert judge_run(run).verdict.value == "WARN"  # FAIL (TP-DEAD-RUN) before this rule
@@ -47,7 +36,7 @@ def test_the_run_that_raised_it_is_a_plateau_not_a_dead_run() -> None:
 @pytest.mark.parametrize("name", ["cut1", "cut2", "cut3", "steps+1000", "steps-37", "x2", "x0.5", "nats_to_bits"])
 def test_it_holds_however_the_run_was_logged(name: str) -> None:
     """Halvings leave 7-8 of its 15 points, under TP-DEAD-RUN's ten: not judged at all."""
-    assert _ids(PERTURBATIONS[name](_public(RAISED_BY))) == {LATE_START_PLATEAU.id}
+    assert _ids(PERTURBATIONS[name](public_run(RAISED_BY))) == {LATE_START_PLATEAU.id}
 
 
 def test_the_same_flat_loss_from_epoch_zero_is_still_dead() -> None:

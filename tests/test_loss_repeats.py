@@ -7,31 +7,20 @@ public run and no local real log does."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from trainproof.engine import judge_run
 from trainproof.examples import run_from
 from trainproof.model import Run, Skip
-from trainproof.parsers import read_run
 from trainproof.rules.repeats import REPEATS, loss_repeats
 
-from .real_logs import fires_on, local
+from .real_logs import fires_on, labelled_runs, local, public_run
 from .test_invariance import PERTURBATIONS
-from .test_public_runs import DOCS, public_runs
 
 FIRES_PUBLIC = {"maximpopov11__dancevision__lightning_logs-version_12-metrics",
                 "elizaveta-terek__eeg-fmri-decoding__lightning_logs-version_9-metrics",
                 "monashaim__harmonic-dense-network__dvclive"}
-
-
-def _public(run_id: str) -> Run:
-    (doc,) = [d for d in DOCS if d["id"] == run_id]
-    with tempfile.TemporaryDirectory() as tmp:
-        return read_run(public_runs.rebuild(doc, Path(tmp)))
 
 
 def _findings(run: Run) -> list:
@@ -40,21 +29,12 @@ def _findings(run: Run) -> list:
 
 
 def test_fires_on_the_public_runs_labelled_for_it_and_on_no_other() -> None:
-    fired = set()
-    for doc in DOCS:
-        with tempfile.TemporaryDirectory() as tmp:
-            try:
-                run = read_run(public_runs.rebuild(doc, Path(tmp)))
-            except Exception:  # a run the harness scores as NOT-CHECKED
-                continue
-        if _findings(run):
-            fired.add(doc["id"])
-            assert doc["label"]["broken"], doc["id"]
-    assert fired == FIRES_PUBLIC
+    fired = {doc["id"]: doc["label"]["broken"] for doc, run in labelled_runs() if _findings(run)}
+    assert set(fired) == FIRES_PUBLIC and all(fired.values()), fired
 
 
 def test_the_run_that_raised_it_says_what_repeats() -> None:
-    run = _public("maximpopov11__dancevision__lightning_logs-version_12-metrics")
+    run = public_run("maximpopov11__dancevision__lightning_logs-version_12-metrics")
     (f,) = _findings(run)
     assert f.values["period"] == 5 and f.values["periods"] >= 275
     assert judge_run(run).verdict.value == "WARN"  # it passed before this rule
@@ -107,7 +87,7 @@ def test_units_do_not_matter(k: float) -> None:
 
 @pytest.mark.parametrize("name", ["cut1", "cut2", "cut3", "steps+1000", "x2"])
 def test_the_public_run_fires_however_it_was_logged(name: str) -> None:
-    run = _public("maximpopov11__dancevision__lightning_logs-version_12-metrics")
+    run = public_run("maximpopov11__dancevision__lightning_logs-version_12-metrics")
     assert _findings(PERTURBATIONS[name](run))
 
 
