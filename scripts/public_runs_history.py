@@ -49,6 +49,8 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
   fresh12's agusbs98).
 - TP-LATE-START-PLATEAU (TP-DEAD-RUN's FAIL on a log that starts a whole epoch into its run is a
   WARN): all thirty-three halves (after fresh29's first scoring, on its ytes-k).
+- TP-TRAIN-RISE-EVAL-FELL (TP-DIVERGE's FAIL beside an eval loss that improved after the floor is a
+  WARN): all forty-one halves (after fresh39's first scoring, on its vineet-sharma1927).
 fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
 earlier changes, fresh9 and fresh10 after all of those.
 """
@@ -405,4 +407,14 @@ def intro(n: Counter) -> list[str]:
            "learning'; a transliteration model stuck at 4.3 nats after an early fall passed - its level needs the "
            "task's expected loss). No rule changed after them.", ""]
           if n.get("fresh35") else []),
+        *([f"Two more on the same rules, fresh38 ({n['fresh38']} runs: Ultralytics oriented-box, classify and segment) "
+           f"and fresh39 ({n['fresh39']}: HF `trainer_state.json`, mostly short logs), scored once at 00d83a5 "
+           "(`fresh38_first_scoring.txt`, `fresh39_first_scoring.txt`; misses reviewed in `fresh38_review.json`, "
+           "`fresh39_review.json`). They met the bar on 40 of 43: fresh38 on 21 of 22 (a YOLO classifier whose val "
+           "loss and scores never moved after its first epoch passed: the flat held-out curve is TP-EVAL-NEVER-"
+           "BETTER's limit), fresh39 on 19 of 21 (an LLM at 9 nats logged three times passed; a classifier whose "
+           "train loss climbed back above its floor while its eval loss improved failed as diverged, labelled a "
+           "plateau). After them an eval loss that improved after the floor turns TP-DIVERGE's FAIL into "
+           "TP-TRAIN-RISE-EVAL-FELL (WARN) (`train_rise_before_after.txt`: that run, nothing else).", ""]
+          if n.get("fresh38") else []),
     ]

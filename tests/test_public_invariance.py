@@ -73,9 +73,11 @@ _spec.loader.exec_module(pi)
 # yezhiheng0811 without its first point (one), and fresh32's rohannsahh halved without its first point (one, a
 # near-zero batch as the start): 361. fresh35-37 (65 runs) add 17 (7, 6 and 4), seven to or from FAIL, each stated:
 # fresh35's mrkeaton1 past the steady-fall test's z when cut or thinned (three, its WARN label between FAIL and
-# PASS) and fresh37's amitesh-mishra-am under TP-DEAD-RUN's ten points (four): 378.
+# PASS) and fresh37's amitesh-mishra-am under TP-DEAD-RUN's ten points (four): 378. fresh38-39 (43 runs) add 10 (6
+# and 4), none to or from FAIL (TP-TRAIN-RISE-EVAL-FELL makes fresh39's vineet-sharma1927 a WARN whose halvings,
+# under TP-DIVERGE's bars, pass: WARN -> PASS where they were FAIL -> PASS): 388.
 # A rule change that moves more must say why here.
-MAX_MOVES = 378
+MAX_MOVES = 388
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gate import Gate, not_yet, progress_gate
 from trainproof.rules.gradients import G, finite_loss
 from trainproof.rules.gradients import where as _where
+from trainproof.rules.train_rise import TRAIN_RISE_EVAL_FELL, eval_fell_after
 
 
 def surrogate_loss(run: Run) -> Skip | None:
@@ -271,7 +272,7 @@ def _held_after_floor(values: np.ndarray, b: stats.Blocks, i: int, floor: float,
     return int(rest.size), (gap / se if se > 0 else (np.inf if gap > 0 else 0.0))
 
 
-@check("divergence", DIVERGE, DIVERGE_NOISE, loss_curve=True, after="flat-loss")
+@check("divergence", DIVERGE, DIVERGE_NOISE, TRAIN_RISE_EVAL_FELL, loss_curve=True, after="flat-loss")
 def loss_diverging(run: Run) -> list[Finding] | Skip:
     s = finite_loss(run, int(DIVERGE.t("min_points")))
     if isinstance(s, Skip):
@@ -283,6 +284,12 @@ def loss_diverging(run: Run) -> list[Finding] | Skip:
         return not_yet(gate)
     fires, common = divergence_measure(s)
     if fires:
+        # A divergence damages the model: an eval loss that improved after the floor says the
+        # weights did not get worse, so the climb is the training batches'.
+        if (ev := eval_fell_after(run, common["floor_step"])) is not None:
+            return [TRAIN_RISE_EVAL_FELL.finding(_where(run, common["floor_step"]), seen=seen_phrase(gate),
+                                                 eval_first=ev.first, eval_last=ev.last, eval_n=ev.n,
+                                                 eval_best=ev.best, **common)]
         return [DIVERGE.finding(_where(run, common["floor_step"]), seen=seen_phrase(gate),
                                 gave=_gave(common), **common)]
     raw_ratio = float(s.values[-1] / common["raw_min"])
