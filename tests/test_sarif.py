@@ -162,8 +162,10 @@ def _growing(path: Path, n: int) -> Path:
         if i % 10 == 0:
             # the last evaluation NaN: an eval loss that ends non-finite is TP-NAN's (one finite
             # again afterwards would be TP-EVAL-NAN-TRANSIENT's); it moves, as a real one does
-            # (one identical at every evaluation is TP-EVAL-LOSS-FROZEN's)
-            rows.append({"step": i, "eval_loss": float("nan") if i == -n else 2.5 - i * 0.001})
+            # (one identical at every evaluation is TP-EVAL-LOSS-FROZEN's), and climbs a little
+            # with the training loss, as a diverging model's does (one that improved after the
+            # training floor would make the climb TP-TRAIN-RISE-EVAL-FELL's)
+            rows.append({"step": i, "eval_loss": float("nan") if i == -n else 2.5 + i * 0.001})
     if n > 0:
         rows.append({"step": n + 1, "loss": float("nan")})
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
