@@ -1,4 +1,5 @@
-"""TP-LATE-START-PLATEAU (rules/late_start.py, judged by TP-DEAD-RUN's check): a loss that did not
+"""TP-LATE-START-PLATEAU (declared beside TP-DEAD-RUN in rules/rise.py, measured by
+rules/late_start.py): a loss that did not
 improve over a log whose epoch counter starts a whole epoch or more past its first logging interval
 is a plateau of the stretch logged, a WARN, not TP-DEAD-RUN's "never improved". Raised by public run
 fresh29/ytes-k (epochs 60-74 of a resumed forecaster, labelled a plateau before any tool ran, failed
@@ -11,11 +12,17 @@ import pytest
 from trainproof.engine import judge_run
 from trainproof.examples import run_from
 from trainproof.model import Run, Skip
-from trainproof.rules.late_start import LATE_START_PLATEAU, late_start
-from trainproof.rules.rise import DEAD_RUN, loss_not_improving
+from trainproof.rules.late_start import late_start as _late_start
+from trainproof.rules.rise import DEAD_RUN, LATE_START_PLATEAU, loss_not_improving
 
 from .real_logs import local, public_run
 from .test_invariance import PERTURBATIONS
+
+
+def late_start(run: Run) -> tuple[float, float] | None:
+    """Where the log starts, read with the thresholds the rule declares."""
+    return _late_start(run, LATE_START_PLATEAU.t)
+
 
 RAISED_BY = "ytes-k__llm-based-models-for-pv-generation__lightning_logs-version_21-metrics"
 _FLAT = [6.73, 6.69, 6.65, 7.02, 6.86, 6.65, 6.6, 6.59, 7.2, 6.67, 6.71, 6.61, 6.85, 6.86, 6.61]

@@ -1,4 +1,5 @@
-"""TP-TRAIN-RISE-EVAL-FELL (rules/train_rise.py, judged by TP-DIVERGE's check): a training loss far
+"""TP-TRAIN-RISE-EVAL-FELL (declared beside TP-DIVERGE in rules/run.py, measured by
+rules/train_rise.py): a training loss far
 above its floor to the end, beside an eval loss that ended at or below its first evaluation after
 that floor, is training batches that changed, not a diverged model - a WARN, not TP-DIVERGE's FAIL.
 Raised by public run fresh39/vineet-sharma1927 (labelled a plateau before any tool ran, failed as
@@ -12,8 +13,8 @@ from trainproof.engine import judge_run
 from trainproof.examples import run_from
 from trainproof.model import Run, Skip
 from trainproof.rules.evalcurve import OVERFIT
-from trainproof.rules.run import DIVERGE, loss_diverging
-from trainproof.rules.train_rise import TRAIN_RISE_EVAL_FELL, eval_fell_after
+from trainproof.rules.run import DIVERGE, TRAIN_RISE_EVAL_FELL, loss_diverging
+from trainproof.rules.train_rise import eval_fell_after
 
 from .real_logs import local, public_run
 
@@ -46,7 +47,7 @@ def test_a_divergence_whose_eval_loss_climbs_too_still_fails(run_id: str) -> Non
 def test_one_evaluation_after_the_floor_says_nothing_of_a_trend() -> None:
     evals = [0.7, 0.66, 0.62, 0.6, 0.58, 0.57, 0.56] + [float("nan")] * 6 + [0.5]
     run = run_from({"loss": _CLIMB, "eval_loss": evals})
-    assert eval_fell_after(run, 7.0) is None
+    assert eval_fell_after(run, 7.0, TRAIN_RISE_EVAL_FELL.t) is None
 
 
 def test_an_eval_loss_that_ends_above_its_first_after_the_floor_keeps_the_fail() -> None:

@@ -13,10 +13,10 @@ from trainproof.frozen import NamedTuple
 from trainproof.memo import last_series
 from trainproof.model import Finding, Level, Location, Run, Series, Skip, SkipKind
 from trainproof.rules import eval_witness as ew
+from trainproof.rules import late_start as ls
 from trainproof.rules import steady_fall as sf
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gate import not_yet, progress_gate
-from trainproof.rules.late_start import LATE_START_PLATEAU, late_start
 from trainproof.rules.run import (
     DIVERGE,
     G,
@@ -215,6 +215,42 @@ SMALL_GAIN = rule(
     "run stays TP-DEAD-RUN's; nor on a start wrecked and won back (witness_wreck_se). A finely "
     "printed log's drift in its last digits is many standard errors and no learning: min_fall "
     "keeps it out. A frozen model fed data that grows steadily easier would pass for learning.",
+)
+
+LATE_START_PLATEAU = rule(
+    id="TP-LATE-START-PLATEAU", level=Level.WARN, group=G,
+    title="No progress over a log that starts in the middle of its run.",
+    evidence="start {start} ({start_is}) vs end {end} (median of the last {m}, steps "
+    "{end_from}-{end_to}): {improvement:.1%} improvement, {gain_se:.1f} standard errors of the "
+    "log's noise; but the log starts at epoch {epoch:g} (the next logged epoch is {next_epoch:g}): "
+    "the run's first {late:g} epochs or more are not in it, so this is a plateau of the stretch "
+    "logged, not evidence that the run never learned{seen}",
+    summary="The loss did not improve over what was logged, and the log begins a whole epoch or "
+    "more into the run: a plateau of its later stretch.",
+    why="TP-DEAD-RUN's FAIL says a run never learned, which needs the run's start: a model's "
+    "loss falls fastest in its first steps. A log whose epoch counter begins past its first "
+    "logging interval (a resumed run logging to a new file, fit() continued from an initial "
+    "epoch) holds only a later stretch, where a converged model's loss is flat by design. "
+    "Public run fresh29/ytes-k (epochs 60-74 of a forecaster, flat) was labelled a plateau by "
+    "its reader and failed as dead.",
+    fix="Read the earlier part of the run (the log of the run it resumed from): if the loss fell "
+    "there, the run converged and more epochs buy nothing (stop it, or lower the learning rate "
+    "for a last gain); if it never fell, treat it as TP-DEAD-RUN.",
+    thresholds={
+        "min_epochs_before": ls.MIN_EPOCHS_BEFORE,
+        "min_points": DEAD_RUN.thresholds["min_points"],
+    },
+    fires=Example({"epoch": list(range(60, 75)),
+                   "loss": [6.73, 6.69, 6.65, 7.02, 6.86, 6.65, 6.6, 6.59, 7.2, 6.67, 6.71, 6.61,
+                            6.85, 6.86, 6.61]},
+                  note="epochs 60-74 of a resumed run, flat"),
+    passes=Example({"epoch": list(range(0, 15)),
+                    "loss": [6.73, 6.69, 6.65, 7.02, 6.86, 6.65, 6.6, 6.59, 7.2, 6.67, 6.71, 6.61,
+                             6.85, 6.86, 6.61]},
+                   note="the same flat loss from epoch 0: TP-DEAD-RUN's FAIL"),
+    limits="Read from an `epoch` column; a log without one (Keras History JSON, DVCLive) is taken "
+    "to start at its beginning. Judged only on the runs TP-DEAD-RUN would fail, and not when "
+    "an eval loss frozen to the bit says the weights never changed (that stays a FAIL).",
 )
 
 LOSS_ROSE = rule(
@@ -470,7 +506,7 @@ def loss_not_improving(run: Run) -> list[Finding] | Skip:
                                     clear=DEAD_RUN.t("clear_improvement"), resolve_se=r,
                                     upper=float(-np.expm1(-upper)), bound=bound,
                                     gain_se=gain_se, n=len(s), seen=seen_phrase(gate))]
-    if not frozen and (late := late_start(run)) is not None:
+    if not frozen and (late := ls.late_start(run, LATE_START_PLATEAU.t)) is not None:
         # The log holds a later stretch of its run only: flat there is a plateau of what was
         # logged, and "never learned" would claim the part the log does not hold.
         return [LATE_START_PLATEAU.finding(Location(run.path), m=m, start=start, end=end,

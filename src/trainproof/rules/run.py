@@ -11,12 +11,12 @@ import numpy as np
 from trainproof import stats
 from trainproof.memo import last_series
 from trainproof.model import Finding, Level, Run, Series, Skip, SkipKind
+from trainproof.rules import train_rise as tr
 from trainproof.rules import zeros  # noqa: F401  (registers zero-loss, which flat-loss follows)
 from trainproof.rules.base import Example, Threshold, check, rule
 from trainproof.rules.gate import Gate, not_yet, progress_gate
 from trainproof.rules.gradients import G, finite_loss
 from trainproof.rules.gradients import where as _where
-from trainproof.rules.train_rise import TRAIN_RISE_EVAL_FELL, eval_fell_after
 
 
 def surrogate_loss(run: Run) -> Skip | None:
@@ -189,6 +189,41 @@ DIVERGE_NOISE = rule(
     passes=Example({"loss": [1.0] * 100 + [1.01] * 100}),
 )
 
+TRAIN_RISE_EVAL_FELL = rule(
+    id="TP-TRAIN-RISE-EVAL-FELL", level=Level.WARN, group=G,
+    title="The training loss climbed far above its floor while the eval loss improved.",
+    evidence="end loss {end} vs floor {floor} around step {floor_step} ({through:.0%} through the run): "
+    "ratio {ratio:.2f}, {gap_se:.0f} standard errors above the batch noise, held for {after} points; but "
+    "the eval loss went {eval_first:.4g} -> {eval_last:.4g} over its {eval_n} evaluations after the floor "
+    "(its best {eval_best:.4g}): the model did not get worse, the training batches did{seen}",
+    summary="What TP-DIVERGE would fail - a training loss far above its floor to the end - beside an eval "
+    "loss that improved after that floor: not a diverged model, but training batches that changed.",
+    why="A diverged model is worse on every input, so the held-out loss climbs with the training "
+    "loss. When it ends at or below its first evaluation after the training floor, the weights "
+    "improved while the training loss rose: the batches seen late are harder than those seen "
+    "early - data sorted or grouped by source, length or label, a curriculum, augmentation or "
+    "dropout that ramps up, a mixture whose weights change. Public run fresh39/vineet-sharma1927 "
+    "(train 0.29 -> 0.49 over two epochs, eval 0.563 -> 0.485) was labelled a plateau by its reader.",
+    fix="Check how the training data is ordered (shuffle each epoch), and whether the training "
+    "objective changed during the run (augmentation, regularisation or a sampling schedule); the "
+    "eval loss is the run's measure of progress here.",
+    thresholds={
+        "min_evals_after": tr.MIN_EVALS_AFTER,
+        "max_end_over_best": tr.MAX_END_OVER_BEST,
+        "min_points": DIVERGE.thresholds["min_points"],
+    },
+    fires=Example({"loss": [0.65, 0.55, 0.5, 0.42, 0.33, 0.3, 0.29, 0.3, 0.31, 0.4, 0.47, 0.48, 0.49, 0.48],
+                   "eval_loss": [0.7, 0.66, 0.62, 0.6, 0.58, 0.57, 0.56, 0.55, 0.54, 0.52, 0.51, 0.5, 0.49, 0.485]},
+                  note="the training loss climbs 0.29 -> 0.48 while the eval loss falls 0.56 -> 0.485"),
+    passes=Example({"loss": [0.65, 0.55, 0.5, 0.42, 0.33, 0.3, 0.29, 0.3, 0.31, 0.4, 0.47, 0.48, 0.49, 0.48],
+                    "eval_loss": [0.7, 0.66, 0.62, 0.6, 0.58, 0.57, 0.56, 0.57, 0.58, 0.6, 0.63, 0.65, 0.66, 0.66]},
+                   note="the same climb with the eval loss rising too: TP-DIVERGE's FAIL"),
+    limits="Read only where TP-DIVERGE would fail and an eval loss is logged at two evaluations "
+    "or more after the training floor; without them the climb stays a divergence. An eval loss "
+    "that ends at or below its first evaluation after the floor and near its best is enough: a "
+    "diverged model's does not. A positive eval loss only.",
+)
+
 
 @last_series
 def loss_blocks(s: Series) -> stats.Blocks:
@@ -286,7 +321,7 @@ def loss_diverging(run: Run) -> list[Finding] | Skip:
     if fires:
         # A divergence damages the model: an eval loss that improved after the floor says the
         # weights did not get worse, so the climb is the training batches'.
-        if (ev := eval_fell_after(run, common["floor_step"])) is not None:
+        if (ev := tr.eval_fell_after(run, common["floor_step"], TRAIN_RISE_EVAL_FELL.t)) is not None:
             return [TRAIN_RISE_EVAL_FELL.finding(_where(run, common["floor_step"]), seen=seen_phrase(gate),
                                                  eval_first=ev.first, eval_last=ev.last, eval_n=ev.n,
                                                  eval_best=ev.best, **common)]
