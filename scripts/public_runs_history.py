@@ -51,6 +51,8 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
   WARN): all thirty-three halves (after fresh29's first scoring, on its ytes-k).
 - TP-TRAIN-RISE-EVAL-FELL (TP-DIVERGE's FAIL beside an eval loss that improved after the floor is a
   WARN): all forty-one halves (after fresh39's first scoring, on its vineet-sharma1927).
+- TP-EVAL-NEVER-BETTER without the climb (an eval loss held at its first level while the train loss
+  falls): all forty-one halves (after fresh38's first scoring, on its prithvi-bagul).
 fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
 earlier changes, fresh9 and fresh10 after all of those.
 """
@@ -415,6 +417,9 @@ def intro(n: Counter) -> list[str]:
            "BETTER's limit), fresh39 on 19 of 21 (an LLM at 9 nats logged three times passed; a classifier whose "
            "train loss climbed back above its floor while its eval loss improved failed as diverged, labelled a "
            "plateau). After them an eval loss that improved after the floor turns TP-DIVERGE's FAIL into "
-           "TP-TRAIN-RISE-EVAL-FELL (WARN) (`train_rise_before_after.txt`: that run, nothing else).", ""]
+           "TP-TRAIN-RISE-EVAL-FELL (WARN) (`train_rise_before_after.txt`: that run, nothing else); and "
+           "TP-EVAL-NEVER-BETTER no longer needs a climb - an eval loss held at its first level while the train "
+           "loss falls 10 % is the same finding (`eval_held_before_after.txt`: that YOLO classifier PASS -> WARN, "
+           "four other runs toward their labels, none labelled PASS).", ""]
           if n.get("fresh38") else []),
     ]

@@ -106,7 +106,7 @@ def test_search_stops_at_the_repository_root(tmp_path, run_cli, monkeypatch):
 
 # The gallery's overfit run passes only with both rules that read its eval climb relaxed:
 # TP-OVERFIT (over the eval minimum) and TP-EVAL-NEVER-BETTER (its minimum is its first evaluation).
-RELAXED = 'thresholds = { "TP-OVERFIT" = { ratio = 1.3 }, "TP-EVAL-NEVER-BETTER" = { min_rise = 0.3 } }\n'
+RELAXED = 'thresholds = { "TP-OVERFIT" = { ratio = 1.3 }, "TP-EVAL-NEVER-BETTER" = { min_train_fall = 0.8 } }\n'
 
 
 def test_isolated_and_config_path(project, run_cli, tmp_path):
@@ -132,11 +132,12 @@ def test_threshold_override_flips_a_gallery_verdict_and_the_report_says_so(proje
     _pyproject(project, RELAXED)
     code, out, _ = run_cli("epoch", "runs/overfit.json")
     assert code == 0 and "VERDICT: PASS" in out
-    assert out.splitlines()[0] == ("judged with: TP-OVERFIT.ratio=1.3, TP-EVAL-NEVER-BETTER.min_rise=0.3 "
+    assert out.splitlines()[0] == ("judged with: TP-OVERFIT.ratio=1.3, TP-EVAL-NEVER-BETTER.min_train_fall=0.8 "
                                    "(pyproject.toml)")
     code, doc, _ = _json(run_cli, "epoch", "runs/overfit.json")
     assert doc["config"]["source"] == "pyproject.toml"
-    assert doc["config"]["thresholds"] == {"TP-OVERFIT": {"ratio": 1.3}, "TP-EVAL-NEVER-BETTER": {"min_rise": 0.3}}
+    assert doc["config"]["thresholds"] == {"TP-OVERFIT": {"ratio": 1.3},
+                                           "TP-EVAL-NEVER-BETTER": {"min_train_fall": 0.8}}
     # the other way: a tighter limit turns the healthy gallery run's margin into a WARN
     _pyproject(project, 'thresholds = { "TP-OVERFIT" = { ratio = 1.2 } }\n')
     assert _json(run_cli, "epoch", "runs/overfit.json")[1]["reports"][0]["verdict"] == "WARN"
@@ -280,7 +281,7 @@ def test_bad_config_options_are_exit_2_with_one_line(project, run_cli, args, sai
 
 def test_overrides_apply_inside_the_block_only_and_are_restored_on_error():
     run = read_run(OVERFIT, "auto", {})
-    cfg = as_config({"thresholds": {"TP-OVERFIT": {"ratio": 1.3}, "TP-EVAL-NEVER-BETTER": {"min_rise": 0.3}}})
+    cfg = as_config({"thresholds": {"TP-OVERFIT": {"ratio": 1.3}, "TP-EVAL-NEVER-BETTER": {"min_train_fall": 0.8}}})
     rule = catalogue()["TP-OVERFIT"]
     assert judge_run(run).verdict is Verdict.WARN
     with active(cfg):

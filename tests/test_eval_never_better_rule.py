@@ -2,8 +2,9 @@
 its first evaluation and ended well above it, in its own noise and a declared share, while
 the train loss fell.
 
-A second arm needs no climb: the eval loss never materially better while the train loss fell
-tenfold (fresh14's Keras crop classifier: val at ln 5 throughout, train 1.14 -> 0.028).
+No climb is needed: an eval loss that holds its first level while the train loss falls is the
+same finding (fresh14's Keras crop classifier: val at ln 5 throughout, train 1.14 -> 0.028;
+fresh38's YOLO classifier prithvi-bagul: val 4.23-4.28 for 64 epochs, train halved).
 
 The real case is fresh3's medimind LM (shivamgoyal03, labelled broken by its reader: train
 9.76 -> 7.40, eval 9.76 -> 9.705 -> 10.4-10.7), which TP-OVERFIT's 20 % ratio to the eval
@@ -32,6 +33,8 @@ RULE = "TP-EVAL-NEVER-BETTER"
 MEDIMIND = "shivamgoyal03__medimind__results-checkpoint-2300-trainer_state"
 YONG = "yongshuaiy__llms-final__output-checkpoint-669-trainer_state"
 ANDA = "anda-researchers__mcfed_drl__trainer_state"
+AL_REZA = "al-reza89__thesis-web__outputs-trainer_state"  # labelled WARN: eval held, train -26 %
+SID = "sid-diamond__multi-functional-nlp-__results-checkpoint-20-trainer_state"  # labelled WARN
 
 
 def _fires(run: Run) -> bool:
@@ -43,19 +46,21 @@ def test_warns_on_the_lm_that_never_generalised() -> None:
     (f,) = eval_never_better(dict(public())[MEDIMIND])
     v = f.values
     assert f.rule_id == RULE and v["n"] == 23 and v["gain"] < 0.01
-    # rise_se: 10 standard errors of the curve's noise at the scale of three evaluations (its
-    # point-to-point noise alone made it 28; either is far past the bar of 3)
-    assert 0.08 < v["rise"] < 0.1 and v["rise_se"] > 8 and v["train_fall"] > 0.2
+    assert 0.08 < v["rise"] < 0.1 and v["train_fall"] > 0.2
 
 
 def test_which_real_logs_it_finds() -> None:
     assert len(public()) >= 250 and len(local()) >= 100
-    assert fires_on(eval_never_better, public()) == {MEDIMIND, YONG, ANDA}
+    assert fires_on(eval_never_better, public()) == {MEDIMIND, YONG, ANDA, AL_REZA, SID}
     found = fires_on(eval_never_better, local())
     assert {p.split("/examples/")[-1].split("/")[1] for p in found if "/examples/" in p} == {"bad_labels"}
     assert len([p for p in found if "/examples/" in p]) == 6  # both galleries, three seeds each
-    assert {p for p in found if "/examples/" not in p} == {
-        p for p in found if p.endswith("evidence/curve/stuck_batch/metrics.jsonl")}
+    # besides the galleries: the stuck-batch evidence run (eval 7.19 -> 7.92 while train -> 0), a
+    # real Flair text classifier of five epochs whose dev loss never got below its first
+    # evaluation (0.742, then 0.748-1.08) and a real YOLO run whose val losses are identical at
+    # all six epochs (its optimizer never stepped: TP-EVAL-LOSS-FROZEN's too)
+    assert sorted(p.split("/")[-2] + "/" + p.split("/")[-1] for p in found if "/examples/" not in p) == [
+        "stuck_batch/metrics.jsonl", "train/results.csv", "v0_12_textclassifier/loss.tsv"]
 
 
 def test_the_real_finding_survives_how_it_was_logged() -> None:
@@ -88,9 +93,11 @@ def test_the_generated_curve_warns() -> None:
     assert _fires(_run(_climb(0.09)))
 
 
-@pytest.mark.parametrize(("rise", "fires"), [(0.04, False), (0.065, True)])
-def test_the_rise_share(rise: float, fires: bool) -> None:
-    assert _fires(_run(_climb(rise))) is fires
+@pytest.mark.parametrize("rise", [0.0, 0.02, 0.065, 0.12])
+def test_wherever_the_eval_loss_ended(rise: float) -> None:
+    """Held at its first level or climbing from it: either way nothing after the first
+    evaluation reached held-out data (a climb TP-OVERFIT reports is left to it, below)."""
+    assert _fires(_run(_climb(rise)))
 
 
 @pytest.mark.parametrize(("dip", "fires"), [(0.015, True), (0.03, False)])
@@ -98,9 +105,12 @@ def test_a_best_materially_below_the_start_is_not_this_rule(dip: float, fires: b
     assert _fires(_run(_climb(0.09, dip=dip))) is fires
 
 
-def test_the_rise_must_clear_the_eval_noise() -> None:
+def test_a_noisy_curve_whose_draws_beat_the_start_is_not_this_rule() -> None:
+    """A level the eval loss wobbles around by 8 % has draws more than 2 % below its first
+    evaluation: it is not 'never better', whatever its trend (TP-EVAL-DIVERGE reads those)."""
     rng = np.random.default_rng(5)
-    noisy = (9.76 * np.r_[1.0, 0.995, 1.07 * np.exp(rng.normal(0, 0.08, 10))]).tolist()
+    noisy = (9.76 * np.r_[1.0, np.exp(rng.normal(0, 0.08, 11))]).tolist()
+    assert min(noisy[1:]) < 0.98 * noisy[0]
     assert not _fires(_run(noisy))
 
 
@@ -137,11 +147,11 @@ def test_a_generated_verdict_survives_how_it_was_logged(seed: int) -> None:
 
 def test_declared_thresholds_are_the_ones_used() -> None:
     r = EVAL_NEVER_BETTER
-    assert (r.t("min_points"), r.t("max_gain"), r.t("min_rise"), r.t("min_rise_se"), r.t("min_train_fall"),
-            r.t("tenfold_fall")) == (5, 0.02, 0.05, 3.0, 0.10, 0.90)
+    assert (r.t("min_points"), r.t("max_gain"), r.t("min_train_fall")) == (5, 0.02, 0.10)
+    assert set(r.thresholds) == {"min_points", "max_gain", "min_train_fall"}
 
 
-# ---------------------------------------------------------------- the tenfold arm
+# ---------------------------------------------------------------- an eval loss that held its level
 
 CROP = "abhishek07-web__cropdiseaseprediction__results-history"
 
@@ -159,7 +169,7 @@ def test_the_classifier_whose_val_loss_never_left_chance_warns() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         (f,) = eval_never_better(read_run(public_runs.rebuild(doc, Path(tmp))))
     v = f.values
-    assert v["gain"] < 0.02 and v["rise"] < 0 and v["train_fall"] > 0.95 and "tenfold" in v["arm"]
+    assert v["gain"] < 0.02 and v["rise"] < 0 and v["train_fall"] > 0.95
     assert "eval_accuracy 0.4 -> 0.2" in v["corroboration"]
 
 
@@ -168,9 +178,31 @@ def _flat(level: float = 1.6, n: int = 12, seed: int = 3) -> list[float]:
     return (level * np.exp(np.r_[0.0, -0.004 * np.linspace(0.2, 1.0, n - 1) + rng.normal(0, 0.002, n - 1)])).tolist()
 
 
-@pytest.mark.parametrize(("fall", "fires"), [(0.85, False), (0.95, True)])
-def test_a_flat_eval_loss_beside_a_tenfold_train_fall(fall: float, fires: bool) -> None:
+@pytest.mark.parametrize(("fall", "fires"), [(0.05, False), (0.15, True), (0.5, True), (0.95, True)])
+def test_a_flat_eval_loss_beside_a_falling_train_loss(fall: float, fires: bool) -> None:
     assert _fires(_run(_flat(), train_fall=fall)) is fires
+
+
+PRITHVI = "prithvi-bagul__dsps-competition-2024__runs-classify-train11-results"
+
+
+def test_the_classifier_whose_val_loss_held_its_level_warns() -> None:
+    """fresh38's YOLO classifier (labelled broken before any tool ran; passed at its first
+    scoring): val 4.26 -> 4.23-4.28 for 64 epochs, top-1 flat at 0.35-0.38, train 0.94 -> 0.5."""
+    from .real_logs import public_run
+    (f,) = eval_never_better(public_run(PRITHVI))
+    v = f.values
+    assert v["n"] == 64 and v["gain"] < 0.01 and abs(v["rise"]) < 0.01 and 0.4 < v["train_fall"] < 0.6
+
+
+def test_no_run_labelled_pass_is_warned() -> None:
+    """Over every public run of every half that reads: the runs it warns are labelled WARN or
+    FAIL by the engineer who read their curves (the closest runs labelled PASS sit at 2.7 % and
+    3.1 % below their first evaluation, outside the 2 % bar)."""
+    from .real_logs import labelled_runs
+    warned = [doc for doc, run in labelled_runs() if _fires(run)]
+    assert len(warned) >= 10
+    assert {d["label"]["verdict"] for d in warned} <= {"WARN", "FAIL"}
 
 
 def test_a_flat_eval_loss_that_got_better_is_not_this_rule() -> None:

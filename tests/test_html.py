@@ -202,6 +202,6 @@ def test_a_report_without_a_chart_links_no_marker():
 def test_a_changed_threshold_is_said_on_the_page(run_cli, tmp_path):
     """A verdict says what it was judged against, in the HTML as in the text report."""
     cfg = tmp_path / "trainproof.toml"
-    cfg.write_text('[thresholds]\n"TP-OVERFIT" = { ratio = 1.3 }\n"TP-EVAL-NEVER-BETTER" = { min_rise = 0.3 }\n')
+    cfg.write_text('[thresholds]\n"TP-OVERFIT" = { ratio = 1.3 }\n"TP-EVAL-NEVER-BETTER" = { min_train_fall = 0.8 }\n')
     page, doc = _html(run_cli, tmp_path, "epoch", GALLERY / "overfit" / "trainer_state.json", "--config", cfg)
     assert "judged with: TP-OVERFIT.ratio=1.3" in page and doc["reports"][0]["verdict"] == "PASS"

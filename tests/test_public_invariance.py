@@ -75,9 +75,12 @@ _spec.loader.exec_module(pi)
 # fresh35's mrkeaton1 past the steady-fall test's z when cut or thinned (three, its WARN label between FAIL and
 # PASS) and fresh37's amitesh-mishra-am under TP-DEAD-RUN's ten points (four): 378. fresh38-39 (43 runs) add 10 (6
 # and 4), none to or from FAIL (TP-TRAIN-RISE-EVAL-FELL makes fresh39's vineet-sharma1927 a WARN whose halvings,
-# under TP-DIVERGE's bars, pass: WARN -> PASS where they were FAIL -> PASS): 388.
+# under TP-DIVERGE's bars, pass: WARN -> PASS where they were FAIL -> PASS): 388. TP-EVAL-NEVER-BETTER without
+# its climb keeps four WARN-labelled runs' WARN when cut or thinned (fresh12's 3cxd, fresh19's alexismvaz, fresh24's
+# andreeab-tree, fresh36's lukadokovic: 10 fewer) and adds 2, none to or from FAIL (alexismvaz cut by three, and
+# fresh38's prithvi-bagul cut by one, whose last evaluation is then its best: WARN -> PASS): 380.
 # A rule change that moves more must say why here.
-MAX_MOVES = 388
+MAX_MOVES = 380
 
 
 @pytest.fixture(scope="module")
