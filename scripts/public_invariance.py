@@ -232,6 +232,32 @@ _REASONS = {  # run id -> (perturbations, why the move to or from FAIL is right)
         "FAIL -> PASS at TP-DEAD-RUN's minimum (labelled FAIL: a chatbot whose loss sits at 5.61-5.71 for all "
         "twelve of its points): cut by three or halved it keeps 9 or 6 points, under the ten the rule needs, "
         "and its 1.8 % range is far outside TP-FLAT's 0.1 % band: no other rule calls it dead."),
+    "ayanmohd18__supplychain__notebooks-lightning_logs-version_1-metrics": (
+        ("halve",),
+        "PASS -> FAIL at TP-DEAD-RUN's bounds, its label (WARN: barely learning after the first epoch) between "
+        "the two: halved, 39 per-step losses at 3.2 % noise gain 7.3 % at 2.1 standard errors (bar 2.5) and the "
+        "line through the blocks bounds the gain at 9.5 % (bar 10 %); the full log's 78 points clear the "
+        "noise test. fresh35's mrkeaton1 the other way."),
+    "lerchal1__21_datathon_2024__lightning_logs-version_7-metrics": (
+        ("cut3", "halve"),
+        "WARN -> FAIL, toward its label (FAIL: a loss of 1e15-1e19 with no trend, the eval loss 5.48e18 and "
+        "val accuracy 0.0038 identical at all nine evaluations): cut by three, a start block replaces the "
+        "first point and the frozen eval loss makes the no-gain a dead run; halved, one logged 3.4e19 stands "
+        "3,860x above the five before it (TP-LOSS-BLOWUP). The full log: WARN (TP-EVAL-METRIC-FROZEN)."),
+    "narada98__gcntft__models-lightning_logs-version_1-metrics": (
+        ("halve_drop_first",),
+        _FIRST_WITNESS + "A forecaster at LR 0.03 whose loss fell 33.3 -> 18.7 in its first 150 steps and "
+        "wandered at 17-25 with no trend for the rest (labelled WARN, an early plateau; no validation): halved "
+        "without step 49 it starts at 23.5, inside the plateau, and the plateau alone is a dead run (a 5.7 % "
+        "gain at 0.5 standard errors, bounded at 9.4 %)."),
+    "rpribau__tca-reto__notebooks-lightning_logs-version_0-metrics": (
+        ("mean_pairs",),
+        "FAIL -> PASS, HF's doubled interval blurring the one witness (labelled FAIL: val MAE exactly 0.1667 "
+        "and RMSE 0.4082 at all ten epochs, predictions that never change): TP-EVAL-DIVERGE's FAIL rests on "
+        "two evaluations that dipped (0.149, 0.141 among 0.1665-0.1673) and gave it all back; paired, ten "
+        "evaluations become five, the dip is halved and averaged into its neighbours, and the curve's noise on "
+        "five points no longer separates it. The frozen MAE is not a higher-is-better score, which is all "
+        "TP-EVAL-METRIC-FROZEN reads."),
 }
 # (run id, perturbation) -> why the move to or from FAIL is right. Nothing else may move so.
 EXCEPTIONS: dict[tuple[str, str], str] = {(run, p): why for run, (ps, why) in _REASONS.items() for p in ps}

@@ -53,6 +53,8 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
   WARN): all forty-one halves (after fresh39's first scoring, on its vineet-sharma1927).
 - TP-EVAL-NEVER-BETTER without the climb (an eval loss held at its first level while the train loss
   falls): all forty-one halves (after fresh38's first scoring, on its prithvi-bagul).
+- The eval loss read from `val_loss_epoch` rather than Lightning's per-batch `val_loss_step`: all
+  forty-four halves (after fresh41's first scoring, on its germankoch).
 fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
 earlier changes, fresh9 and fresh10 after all of those.
 """
@@ -422,4 +424,18 @@ def intro(n: Counter) -> list[str]:
            "loss falls 10 % is the same finding (`eval_held_before_after.txt`: that YOLO classifier PASS -> WARN, "
            "four other runs toward their labels, none labelled PASS).", ""]
           if n.get("fresh38") else []),
+        *([f"Three more, collected side by side after that change: fresh40 ({n['fresh40']} runs: HF "
+           f"`trainer_state.json` under checkpoint folders no batch had used), fresh41 ({n['fresh41']}: Lightning "
+           f"`metrics.csv` under notebooks/, src/, models/ and code/ parents, one Keras CSV) and fresh42 "
+           f"({n['fresh42']}: YOLOv8-era segment, oriented-box, classify and pose runs and YOLOv5 "
+           "`runs/train/expN`), scored once at 6e0b0f4 (`fresh40_first_scoring.txt`, `fresh41_first_scoring.txt`, "
+           "`fresh42_first_scoring.txt`; misses reviewed in `fresh40_review.json` .. `fresh42_review.json`). They "
+           "met the bar on 91 of 94: fresh40 on 21 of 22 (an mT5 LoRA near uniform chance over its 250k vocabulary "
+           "passed: the level needs the vocabulary), fresh41 on 39 of 40 (a run labelled WARN failed TP-EVAL-DIVERGE "
+           "on its validation batches, read as the eval curve), fresh42 on 31 of 32 (a YOLOv5 oriented-box detector "
+           "whose box loss never learned passed on its falling sum). After them a per-batch validation loss "
+           "(Lightning's `val_loss_step`) never stands for the eval loss when `val_loss_epoch` is logged "
+           "(`val_step_before_after.txt`: that run FAIL -> PASS, four runs labelled PASS lose a false TP-OVERFIT).",
+           ""]
+          if n.get("fresh40") else []),
     ]

@@ -7,6 +7,7 @@ labelled 'overfitting' failed TP-EVAL-DIVERGE because its train loss 'did not fa
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -60,3 +61,44 @@ def test_the_real_lightning_fixture_keeps_its_per_step_curve() -> None:
     rows = [line.split(",") for line in path.read_text().splitlines()]
     at = rows[0].index("train_loss_step")
     assert len(read_run(path).series["loss"]) == sum(1 for r in rows[1:] if r[at]) == 40
+
+
+# ---------------------------------------------------------------- a held-out loss per validation batch
+
+VAL_STEP = ROOT / "tests" / "fixtures" / "core" / "val_step"
+
+
+def test_a_per_batch_validation_loss_never_stands_for_the_eval_loss() -> None:
+    """Lightning's `val_loss_step` (on_step inside validation) is one validation batch's loss,
+    counted by a validation-batch index: however many points it holds, `val_loss_epoch` is the
+    evaluation. Before, the size rule above let the 36 batches win over the 6 validations."""
+    cols = _cols(val_loss_step=2136, val_loss_epoch=8, train_loss_step=4312)
+    assert choose(cols, {}, {k: len(v) for k, (_, v) in cols.items()})["eval_loss"] == "val_loss_epoch"
+    only = _cols(val_loss_step=30, train_loss=30)  # nothing else names it: read, as before
+    assert choose(only, {}, {k: len(v) for k, (_, v) in only.items()})["eval_loss"] == "val_loss_step"
+    assert choose(cols, {"eval_loss": "val_loss_step"})["eval_loss"] == "val_loss_step"  # --map decides
+
+
+def test_the_real_lightning_file_reads_its_validations() -> None:
+    """A real Lightning 2.6 run (scripts/fixtures/make_val_step_lightning_fixture.py) logging
+    val_loss on_step and on_epoch: the eval loss read is the six validations the run's own
+    callback saw, at the training steps they were taken."""
+    expected = json.loads((VAL_STEP / "expected.json").read_text())["validations"]
+    ev = read_run(VAL_STEP / "lightning_logs" / "version_0" / "metrics.csv").series["eval_loss"]
+    assert ev.steps.tolist() == [p["step"] for p in expected]
+    assert np.allclose(ev.values, [p["val_loss_epoch"] for p in expected], rtol=1e-6)
+
+
+def test_the_public_run_no_longer_fails_on_its_validation_batches() -> None:
+    """fresh41's germankoch (labelled WARN: val_loss_epoch flat at 0.233-0.245 over 8
+    validations) failed TP-EVAL-DIVERGE at its first scoring on 2,136 validation batches
+    (0.11 -> 0.29, the last batches of each pass the hardest)."""
+    run = _public("germankoch__red-hack-time-series-analyzer__notebooks-lightning_logs-version_0-metrics")
+    assert len(run.series["eval_loss"]) == 8
+    assert "TP-EVAL-DIVERGE" not in {f.rule_id for f in judge_run(run).findings}
+
+
+def _public(run_id: str):
+    (doc,) = [d for d in DOCS if d["id"] == run_id]
+    with tempfile.TemporaryDirectory() as tmp:
+        return read_run(public_runs.rebuild(doc, Path(tmp)))

@@ -78,9 +78,13 @@ _spec.loader.exec_module(pi)
 # under TP-DIVERGE's bars, pass: WARN -> PASS where they were FAIL -> PASS): 388. TP-EVAL-NEVER-BETTER without
 # its climb keeps four WARN-labelled runs' WARN when cut or thinned (fresh12's 3cxd, fresh19's alexismvaz, fresh24's
 # andreeab-tree, fresh36's lukadokovic: 10 fewer) and adds 2, none to or from FAIL (alexismvaz cut by three, and
-# fresh38's prithvi-bagul cut by one, whose last evaluation is then its best: WARN -> PASS): 380.
+# fresh38's prithvi-bagul cut by one, whose last evaluation is then its best: WARN -> PASS): 380. fresh40-42 (94
+# runs) add 10 (0, 8 and 2), five to or from FAIL, each stated: fresh41's lerchal1 toward its label (two),
+# ayanmohd18 at TP-DEAD-RUN's bounds, narada98 without its first point, rpribau's eval dip paired. Reading
+# val_loss_epoch instead of Lightning's per-batch val_loss_step adds 2 on fresh18's erlingdevold (labelled WARN;
+# its WARN, TP-NO-PROGRESS now, passes halved or paired): 392.
 # A rule change that moves more must say why here.
-MAX_MOVES = 380
+MAX_MOVES = 392
 
 
 @pytest.fixture(scope="module")

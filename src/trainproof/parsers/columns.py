@@ -73,6 +73,10 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
     "frac_reward_zero_std": ("frac_reward_zero_std", "train_frac_reward_zero_std"),
 }
 
+# Aliases of a held-out metric that are one validation batch, not one evaluation: read only
+# where no other column names the metric (choose).
+PER_EVALUATION: Mapping[str, frozenset[str]] = {"eval_loss": frozenset({"val_loss_step"})}
+
 _SEP = re.compile(r"[/\-. ]+")
 _INDEX: dict[str, tuple[str, int]] = {
     alias: (canon, rank) for canon, aliases in ALIASES.items() for rank, alias in enumerate(aliases)
@@ -123,6 +127,12 @@ def choose(raw_names: Iterable[str], mapping: Mapping[str, str],
     points = sizes or {}
     out = {}
     for canon, hits in found.items():
+        if canon in PER_EVALUATION and len(hits) > 1:
+            # a held-out loss is one number per evaluation: Lightning's `val_loss_step` (on_step
+            # inside validation) is one validation batch's loss, counted by a validation-batch
+            # index, and its many points are batches, not a longer curve - its `val_loss_epoch`
+            # is the evaluation. It is read only where nothing else names the metric.
+            hits = [h for h in hits if ALIASES[canon][h[0]] not in PER_EVALUATION[canon]] or hits
         most = max(points.get(raw, 0) for _, raw in hits)
         out[canon] = min(hits, key=lambda h: (2 * points.get(h[1], 0) < most, h[0]))[1]
     out.update(mapping)
