@@ -129,3 +129,39 @@ def test_yolov5_results_csv_synthetic():
     np.testing.assert_allclose(run.series["loss"].values, [sum(r[k] for k in parts) for r in rows], rtol=5e-5)
     np.testing.assert_allclose(run.series["lr"].values, [r["x/lr0"] for r in rows], rtol=5e-5)
     assert "eval_loss" in run.series
+
+
+ROOFTOP = ("asiful-haque__rooftop-detection-size-estimation-and-eco-friendly-infrastructure-planning-using-"
+           "deep-learning__rooftop-detection-yolov5-exp2-results")
+
+
+def test_a_yolov5_row_shorter_than_the_header_is_skipped_not_read_by_position():
+    """A real YOLOv5 segmenter's results.csv (public run fresh42/asiful-haque, rebuilt byte for
+    byte): epochs 0-24 fill all 20 columns, then a row '25' of 13 cells - the final validation's 8
+    metrics and 4 val losses, written from the left under the header's first names. Read by
+    position it put mAP50 0.908 where the box loss is and the summed train loss jumped 0.16 ->
+    3.43 at its last point; the writer writes every cell of an epoch row, so the short row is not
+    one, and it is skipped with a note."""
+    import tempfile
+
+    from .test_public_runs import DOCS, public_runs
+    (doc,) = [d for d in DOCS if d["id"] == ROOFTOP]
+    with tempfile.TemporaryDirectory() as tmp:
+        log = public_runs.rebuild(doc, Path(tmp))
+        last = log.read_text().splitlines()[-1].split(",")
+        header = log.read_text().splitlines()[0].split(",")
+        assert (len(header), len(last), int(last[0])) == (20, 13, 25)
+        run = read_run(log)
+    assert run.series["loss"].steps.tolist() == list(range(25))
+    assert run.series["loss"].values.max() < 0.5  # 0.16-0.41 at every epoch the trainer wrote
+    assert any("1 row(s) with fewer cells than the header skipped" in n for n in run.notes)
+
+
+def test_a_short_row_in_another_csv_is_still_padded(tmp_path):
+    """Only the writers that write every cell of every row drop a short row: a hand-written CSV
+    log that leaves trailing cells out keeps the cells it has."""
+    log = tmp_path / "train_log.csv"
+    log.write_text("step,loss,val_loss\n1,0.9,0.8\n2,0.7\n3,0.6,0.7\n")
+    run = read_run(log)
+    assert run.series["loss"].values.tolist() == [0.9, 0.7, 0.6]
+    assert run.series["eval_loss"].steps.tolist() == [1.0, 3.0]

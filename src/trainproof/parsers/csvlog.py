@@ -89,7 +89,11 @@ def _text_lines(fh: BinaryIO, bad: list[int]) -> Iterator[str]:
         yield line.decode("utf-8", "replace")
 
 
-def read(path: Path) -> RawLog:
+def read(path: Path, whole_rows: bool = False) -> RawLog:
+    """The CSV's columns. A row with fewer cells than the header is padded with missing
+    cells (a hand-written log that leaves trailing cells out) - unless `whole_rows`: a
+    writer that writes every cell of every row (Ultralytics) wrote a shorter row for
+    something else, whose cells do not sit under the header's names, and it is skipped."""
     require_file(path)
     with open_log(path) as fh:
         head = fh.read(65536)
@@ -106,16 +110,24 @@ def read(path: Path) -> RawLog:
             return RawLog({}, 0, notes=["empty file"])
         header, renamed = unique_header([h.strip() for h in header])
         step_key = find_step_key(set(header))
-        cols, records, ragged = Columns(), 0, 0
+        cols, records, ragged, short = Columns(), 0, 0, 0
         while True:
             block = [r for _, r in zip(range(BLOCK_ROWS), reader, strict=False)]
             if not block:
                 break
+            if whole_rows:
+                kept = [r for r in block if len(r) >= len(header)]
+                short, block = short + len(block) - len(kept), kept
+                if not block:
+                    continue
             ragged += add_block(block, header, step_key, records, cols)
             records += len(block)
     notes = renamed + cols.bad_notes()
     if ragged:
         notes.append(f"{ragged} row(s) with more cells than the header; extra cells ignored")
+    if short:
+        notes.append(f"{short} row(s) with fewer cells than the header skipped: the writer writes every "
+                     "cell of a row, so their cells do not sit under the header's names")
     if bad[0]:
         notes.append(f"{bad[0]} line(s) that are not CSV rows (over {MAX_LINE >> 20} MiB, or malformed) skipped")
     return RawLog(cols.arrays(), records, notes=notes, step_column=step_key)

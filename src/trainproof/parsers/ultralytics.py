@@ -49,7 +49,10 @@ def _components(names: list[str], split: str) -> list[str]:
 
 
 def read(path: Path) -> RawLog:
-    raw = csvlog.read(path)
+    # every epoch row holds every column; YOLOv5's segment trainer appends its final validation
+    # as a row of 13 cells under 20 names (the metrics and val losses shifted left under the
+    # train losses), which read by position put a mAP where the box loss is
+    raw = csvlog.read(path, whole_rows=True)
     if "epoch" not in raw.columns:
         raise InputError(f"{path}: no 'epoch' column; not an Ultralytics results.csv")
     rows, epochs = raw.columns["epoch"]
