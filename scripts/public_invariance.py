@@ -258,6 +258,19 @@ _REASONS = {  # run id -> (perturbations, why the move to or from FAIL is right)
         "evaluations become five, the dip is halved and averaged into its neighbours, and the curve's noise on "
         "five points no longer separates it. The frozen MAE is not a higher-is-better score, which is all "
         "TP-EVAL-METRIC-FROZEN reads."),
+    "hunorqwz__asset-vector__training-lightning_logs-version_1-metrics": (
+        ("halve",),
+        "WARN -> FAIL at TP-EVAL-DIVERGE's bar, its label (WARN: an erratic val loss, 823 at the first epoch, "
+        "best 266, 1,574 at the end, and a val MAE that ends worse than its first) between the two: halved, "
+        "nine evaluations at 47 % noise per evaluation give back 157 % of their drop at 3.0 standard errors "
+        "(bar 3) while the train loss is not falling; the full log's eighteen, noisier at the scale of the "
+        "end, stay under it and TP-OVERFIT reports the climb (5.9x its best)."),
+    "john2408__two_tower_model__notebooks-lightning_logs-version_1-metrics": (
+        ("halve_drop_first", "mean_pairs"),
+        "WARN -> FAIL, toward its label (FAIL: a recommender whose val loss moves 0.01 % in ten epochs and whose "
+        "train loss wanders at 7.4-7.7 for 291 logs): halved without its first point or paired, the first "
+        "point (one batch at 7.97) no longer lifts the start, and the frozen eval loss beside a train loss that "
+        "gained nothing is a dead run. The full log: WARN (TP-EVAL-LOSS-FROZEN)."),
 }
 # (run id, perturbation) -> why the move to or from FAIL is right. Nothing else may move so.
 EXCEPTIONS: dict[tuple[str, str], str] = {(run, p): why for run, (ps, why) in _REASONS.items() for p in ps}

@@ -55,6 +55,8 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
   falls): all forty-one halves (after fresh38's first scoring, on its prithvi-bagul).
 - The eval loss read from `val_loss_epoch` rather than Lightning's per-batch `val_loss_step`: all
   forty-four halves (after fresh41's first scoring, on its germankoch).
+- TP-RESUME-WARMUP's climb past the tolerance band: all forty-seven halves (after fresh43's first
+  scoring, on its parthtiwari02 and sarihcr123).
 fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
 earlier changes, fresh9 and fresh10 after all of those.
 """
@@ -438,4 +440,14 @@ def intro(n: Counter) -> list[str]:
            "(`val_step_before_after.txt`: that run FAIL -> PASS, four runs labelled PASS lose a false TP-OVERFIT).",
            ""]
           if n.get("fresh40") else []),
+        *([f"Three more after those fixes and one to the Ultralytics reader (a row shorter than the header is "
+           f"skipped): fresh43 ({n['fresh43']} runs: YOLOv5 `runs/train/exp3`), fresh44 ({n['fresh44']}: Lightning "
+           f"under new parents, Keras `CSVLogger`) and fresh45 ({n['fresh45']}: HF `trainer_state.json`, one "
+           "LLaMA-Factory log), scored once at 81b9f4e (`fresh43_first_scoring.txt` .. `fresh45_first_scoring.txt`). "
+           "They met the bar on 90 of 92: fresh44 and fresh45 on every run, fresh43 on 33 of 35 - two YOLOv5 runs "
+           "that never leave warm-up (a per-batch warm-up over 100 iterations on a dataset of a batch or two), "
+           "labelled WARN, failed TP-RESUME-WARMUP on the flat tail of their LR hump (`fresh43_review.json`). After "
+           "them a restart's rise must climb more than the rule's tolerance above its trough "
+           "(`resume_warmup_flat_before_after.txt`: those two runs, nothing else).", ""]
+          if n.get("fresh43") else []),
     ]

@@ -82,9 +82,11 @@ _spec.loader.exec_module(pi)
 # runs) add 10 (0, 8 and 2), five to or from FAIL, each stated: fresh41's lerchal1 toward its label (two),
 # ayanmohd18 at TP-DEAD-RUN's bounds, narada98 without its first point, rpribau's eval dip paired. Reading
 # val_loss_epoch instead of Lightning's per-batch val_loss_step adds 2 on fresh18's erlingdevold (labelled WARN;
-# its WARN, TP-NO-PROGRESS now, passes halved or paired): 392.
+# its WARN, TP-NO-PROGRESS now, passes halved or paired): 392. fresh43-45 (92 runs) add 13 (2, 11 and 0), three
+# to or from FAIL, each stated: fresh44's john2408 toward its label (two) and hunorqwz halved at TP-EVAL-DIVERGE's
+# bar: 405.
 # A rule change that moves more must say why here.
-MAX_MOVES = 392
+MAX_MOVES = 405
 
 
 @pytest.fixture(scope="module")

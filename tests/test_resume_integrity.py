@@ -164,3 +164,30 @@ def test_a_replay_survives_a_coarser_log(path, k):
     thinned x5 no warm-up is left to recognise (the rules' stated need of a logged warm-up)."""
     got = ids(_thin(read_run(ROOT / path), k))
     assert got.get("TP-RESUME-REPLAY") is Level.WARN and got.get("TP-RESUME-WARMUP") is Level.FAIL
+
+
+@pytest.mark.parametrize(("run_id", "trough"), [("parthtiwari02__fabric__runs-train-exp3-results", 0.000199),
+                                                ("sarihcr123__gpnu__runs-train-exp-results", 0.000901)])
+def test_a_warm_up_hump_whose_tail_holds_still_is_not_a_restart(run_id, trough):
+    """Two real YOLOv5 runs (public runs fresh43, labelled WARN: the whole run inside warm-up)
+    on datasets of a few batches: YOLOv5 warms up per batch over at least 100 iterations, times
+    its decaying schedule, so x/lr0 climbs to a hump and falls to a tail that holds still
+    (0.000199 x3; 0.000901 -> 0.000906). That tail lies within a tenth of the peak of the
+    warm-up line laid over it, as any flat stretch does; it never climbs more than that tenth,
+    so it is not a warm-up again. Both failed TP-RESUME-WARMUP at their first scoring."""
+    from .real_logs import public_run
+    run = public_run(run_id)
+    lr = run.series["lr"].values
+    assert abs(lr[-3:].min() - trough) < 1e-6 and lr[-3:].max() - lr[-3:].min() < 0.1 * lr.max()
+    assert "TP-RESUME-WARMUP" not in ids(run)
+
+
+def test_a_restart_must_climb_past_the_band_of_its_trough():
+    """The same warm-up restarted: the rise after the trough climbs back to the peak (fires);
+    cut to the trough and one point of the new warm-up that has not yet left the trough's band
+    of a tenth of the peak, it cannot be told from a flat tail (silent)."""
+    warm = np.linspace(0.01, 1.0, 20)
+    decay = np.linspace(1.0, 0.4, 20)
+    lr = np.r_[warm, decay, warm]
+    assert ids(_lr_run(lr)) == {"TP-RESUME-WARMUP": Level.FAIL}
+    assert "TP-RESUME-WARMUP" not in ids(_lr_run(np.r_[warm, decay, warm[:2]]))

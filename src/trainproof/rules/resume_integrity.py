@@ -62,7 +62,11 @@ WARMUP_AGAIN = rule(
             0.1, "of the peak LR",
             "Each point of the new rise must sit within a tenth of the peak of the run's first "
             "warm-up at the same distance from its start: a restarted scheduler repeats its "
-            "warm-up exactly (loggers round LRs to 3-4 digits, far inside this)."),
+            "warm-up exactly (loggers round LRs to 3-4 digits, far inside this). And the rise "
+            "must climb more than that tenth above its trough: points that stay within the band "
+            "of the trough lie on every line through it, flat ones included - a decay that "
+            "flattened at its end (YOLOv5's per-batch warm-up times a decaying schedule, on a "
+            "dataset of a few batches: a hump whose tail holds still) is not a warm-up again."),
         "min_matched": Threshold(
             2, "points",
             "The trough and at least one point of the rise after it: one low point alone could be "
@@ -138,11 +142,12 @@ def _rises(s: Series, restarts: tuple[float, ...], ws: np.ndarray, wv: np.ndarra
 
 def _retraced(s: Series, r: _Rises, i: int, ws: np.ndarray, wv: np.ndarray, tol: float) -> int:
     """How many points of rise `i` (from its trough, within the warm-up's length) lie on the
-    first warm-up laid over it; 0 when any of them is off it by more than `tol`."""
+    first warm-up laid over it; 0 when any of them is off it by more than `tol`, or when they
+    never climb more than `tol` above the trough (flat points lie on any line within the band)."""
     at = s.steps[r.trough[i]:r.end[i] + 1] - r.shift[i]
     on = at <= ws[-1]  # a prefix: steps increase
     got = s.values[r.trough[i]:r.end[i] + 1][on]
-    if np.any(np.abs(got - _warmup_lr(at[on], ws, wv)) > tol):
+    if np.any(np.abs(got - _warmup_lr(at[on], ws, wv)) > tol) or not got.size or got.max() - got[0] <= tol:
         return 0
     return int(got.size)
 
