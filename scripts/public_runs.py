@@ -61,7 +61,7 @@ BEGIN, END = "<!-- public-runs:begin -->", "<!-- public-runs:end -->"
 HALVES = ("design", "report")  # the halves the hash splits runs/ into; the bar holds on both
 # Later batches, oldest first: half -> folder. Each is scored and shown once its first scoring is
 # committed, never tuned on; the folder gives the half.
-FRESH_HALVES = {h: ROOT / "public_runs" / h for h in ("fresh", *(f"fresh{i}" for i in range(2, 46)))}
+FRESH_HALVES = {h: ROOT / "public_runs" / h for h in ("fresh", *(f"fresh{i}" for i in range(2, 49)))}
 ALL_HALVES = (*HALVES, *FRESH_HALVES)
 VERDICTS = ("PASS", "WARN", "FAIL")
 WRITERS = ("hf_trainer_state", "llamafactory_trainer_log", *tabular.REBUILDERS, *logs.REBUILDERS)
