@@ -57,6 +57,8 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
   forty-four halves (after fresh41's first scoring, on its germankoch).
 - TP-RESUME-WARMUP's climb past the tolerance band: all forty-seven halves (after fresh43's first
   scoring, on its parthtiwari02 and sarihcr123).
+- TP-EVAL-NEVER-BETTER's second case (neither curve improved): all fifty halves (after fresh47's first
+  scoring, on its njrun1804).
 fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
 earlier changes, fresh9 and fresh10 after all of those.
 """
@@ -450,4 +452,14 @@ def intro(n: Counter) -> list[str]:
            "them a restart's rise must climb more than the rule's tolerance above its trough "
            "(`resume_warmup_flat_before_after.txt`: those two runs, nothing else).", ""]
           if n.get("fresh43") else []),
+        *([f"Three more after that change: fresh46 ({n['fresh46']} runs: YOLOv5 `runs/train/exp3` and `exp4`), "
+           f"fresh47 ({n['fresh47']}: Lightning under tutorials/, examples/, nbs/ and other parents) and fresh48 "
+           f"({n['fresh48']}: Keras `CSVLogger` and History JSON; the session's fetch allowance ran out during it), "
+           "scored once at efb654d (`fresh46_first_scoring.txt` .. `fresh48_first_scoring.txt`). They met the bar on "
+           "82 of 84: fresh46 and fresh48 on every run, fresh47 on 33 of 35 - a binary classifier logged twice at "
+           "ln 2 passed (two points judge nothing), and a forecaster whose thirty evaluations never beat the first "
+           "beside seven train points passed (`fresh47_review.json`). After them TP-EVAL-NEVER-BETTER also warns "
+           "when the train loss did not fall at all: neither curve improved (`eval_neither_before_after.txt`: "
+           "four verdicts toward their labels, none labelled PASS).", ""]
+          if n.get("fresh46") else []),
     ]

@@ -157,7 +157,7 @@ SCORED_BY_NOW = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fre
                  "fresh20", "fresh21", "fresh22", "fresh23", "fresh24", "fresh25", "fresh26", "fresh27",
                  "fresh28", "fresh29", "fresh30", "fresh31", "fresh32", "fresh33", "fresh34", "fresh35", "fresh36",
                  "fresh37", "fresh38", "fresh39", "fresh40", "fresh41", "fresh42", "fresh43", "fresh44",
-                 "fresh45")
+                 "fresh45", "fresh46", "fresh47", "fresh48")
 
 
 @pytest.mark.parametrize("half", FRESH_HALVES)

@@ -164,8 +164,10 @@ def _growing(path: Path, n: int) -> Path:
             # again afterwards would be TP-EVAL-NAN-TRANSIENT's); it moves, as a real one does
             # (one identical at every evaluation is TP-EVAL-LOSS-FROZEN's), and climbs a little
             # with the training loss, as a diverging model's does (one that improved after the
-            # training floor would make the climb TP-TRAIN-RISE-EVAL-FELL's)
-            rows.append({"step": i, "eval_loss": float("nan") if i == -n else 2.5 + i * 0.001})
+            # training floor would make the climb TP-TRAIN-RISE-EVAL-FELL's, and one that never beat
+            # its first evaluation TP-EVAL-NEVER-BETTER's: it falls with the loss, then climbs)
+            ev = 2.5 - 0.01 * i if i <= 20 else 2.3 + (i - 20) * 0.002
+            rows.append({"step": i, "eval_loss": float("nan") if i == -n else ev})
     if n > 0:
         rows.append({"step": n + 1, "loss": float("nan")})
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
