@@ -100,14 +100,6 @@ _REASONS = {  # run id -> (perturbations, why the move to or from FAIL is right)
         ("halve", "halve_drop_first", "mean_pairs"),
         "Eight points, all exactly 0; halved, four remain, under TP-ZERO-LOSS's five: NOT-CHECKED (exit 2), "
         "honest on a log that short, never a PASS."),
-    "2200090203__brain_tumor_project__models-training_log": (
-        ("cut3", "halve_drop_first", "mean_pairs"),
-        "Toward FAIL at a bar, on a run labelled WARN ('barely above chance'): a binary MRI classifier at "
-        "LR 1e-6 whose train loss sits in 94-103 % of ln 2 and val accuracy ends at 0.55 against a 0.54-0.55 "
-        "majority. TP-PRIOR-ONLY passes the full log only because its Theil-Sen fall is just past the 5 % a "
-        "settling bias reaches; three epochs shorter, without the first point or averaged in pairs it is "
-        "4.8 % or less, and the rule reads a classifier that learned the prior. A verdict at a bar moves "
-        "when a point does; either reading is arguable for this run."),
     "georgepearse__rf-detr-mask__lightning_logs-version_4-metrics": (
         ("cut2", "cut3"),
         "A verdict at TP-DEAD-RUN's bound, on a run labelled WARN (a 170-step RF-DETR fine-tune whose loss "
@@ -277,16 +269,6 @@ _REASONS = {  # run id -> (perturbations, why the move to or from FAIL is right)
         "exactly 0 and AUC 0.5 at all 156 epochs, train loss flat at 0.455 from epoch 1): halved without its "
         "first point (0.7355, the one batch before the plateau), the plateau alone is a dead run, bounded at "
         "0.5 %. The full log: WARN (TP-EVAL-METRIC-FROZEN), the first point counted as learning."),
-    "namanau9__face-emo-detector-v2__saved_model-training_log": (
-        ("cut1", "cut2", "cut3", "halve", "halve_drop_first", "mean_pairs"),
-        "PASS -> FAIL, TP-PRIOR-ONLY's stated limit (labelled PASS: a resumed 7-class emotion classifier at LR "
-        "1e-5, epochs 24-35, loss 1.167 -> 1.076 and val accuracy 0.560 -> 0.583, slow and healthy): its loss "
-        "sits at ln 3 = 1.099 by coincidence - the class count is not in the log - and its twelve points fall "
-        "5.9 % along the line through four blocks, just past the 5 % settling bias, which clears it; cut or "
-        "thinned, the blocks realign and the fall reads 3-5 %, inside it. Accuracy far above a third (what a "
-        "constant prediction reaches on three balanced classes) is shown in the evidence, never decides. A "
-        "candidate veto: an accuracy that rises at every few epochs is a model whose decisions respond to "
-        "its input, which a prior-only model's do not."),
 }
 # (run id, perturbation) -> why the move to or from FAIL is right. Nothing else may move so.
 EXCEPTIONS: dict[tuple[str, str], str] = {(run, p): why for run, (ps, why) in _REASONS.items() for p in ps}

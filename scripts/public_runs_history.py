@@ -59,6 +59,8 @@ Which halves are in-sample, by rule (every fresh half is otherwise out of sample
   scoring, on its parthtiwari02 and sarihcr123).
 - TP-EVAL-NEVER-BETTER's second case (neither curve improved): all fifty halves (after fresh47's first
   scoring, on its njrun1804).
+- TP-PRIOR-ONLY's fall through every point on a short log: all fifty halves (after fresh48's invariance
+  sweep, on its namanau9; no full-log verdict moves).
 fresh6 is otherwise out of sample for every rule; fresh7 and fresh8 were scored after all of the
 earlier changes, fresh9 and fresh10 after all of those.
 """

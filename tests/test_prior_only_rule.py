@@ -174,3 +174,23 @@ def test_a_generated_verdict_survives_how_it_was_logged(seed: int) -> None:
 def test_declared_thresholds_are_the_ones_used() -> None:
     assert PRIOR_ONLY.t("band") == 0.10 and PRIOR_ONLY.t("max_classes") == 4
     assert PRIOR_ONLY.t("fail_epochs") == 1.5 and PRIOR_ONLY.t("max_drift") == 0.05
+
+
+NAMANAU9 = "namanau9__face-emo-detector-v2__saved_model-training_log"
+
+
+@pytest.mark.parametrize("cut", [0, 1, 2, 3])
+def test_a_short_steady_fall_is_read_through_every_point(cut: int) -> None:
+    """fresh48's namanau9 (labelled PASS: a resumed 7-class emotion classifier, twelve epochs,
+    loss 1.167 -> 1.076 falling nearly every epoch, val accuracy 0.560 -> 0.583): its loss sits
+    at ln 3 by coincidence. Cut by one point, the line through its three whole block medians spans
+    6 of 10 intervals and read a 3 % fall, inside the 5 % a settling bias reaches, and it failed;
+    through every point it falls 7 %, which a bias settling cannot, so it is not judged at any cut."""
+    from dataclasses import replace as _replace
+
+    from .real_logs import public_run
+    run = public_run(NAMANAU9)
+    if cut:
+        run = _replace(run, series={k: type(v)(v.name, v.steps[:-cut], v.values[:-cut]) for k, v in run.series.items()})
+    out = prior_only(run)
+    assert isinstance(out, Skip) and out.kind is SkipKind.TOO_FEW and "not judged" in out.detail, out

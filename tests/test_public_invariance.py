@@ -87,9 +87,13 @@ _spec.loader.exec_module(pi)
 # bar: 405. TP-EVAL-NEVER-BETTER's second reading (neither curve improved) keeps fresh29's ytes-k's WARN when halved
 # or paired (3 fewer). fresh46-48 (84 runs) add 28 (6, 9 and 13), seven to or from FAIL, each stated: fresh47's thxi
 # toward its label, and fresh48's namanau9 (labelled PASS) at every cut and thinning, TP-PRIOR-ONLY reading a
-# 7-class classifier's loss at ln 3 (six): 430.
+# 7-class classifier's loss at ln 3 (six): 430. On a log too short for the trend test, TP-PRIOR-ONLY reads the
+# fall through every point as well as through the block medians (which span only their centres): fresh48's
+# namanau9 and fresh11's 2200090203 no longer fail when cut or thinned (9 fewer), and fresh7's electronicxx
+# (labelled FAIL, WARN in full) passes halved or paired, its halved fall past the 5 % a settling bias reaches
+# (3 more): 424.
 # A rule change that moves more must say why here.
-MAX_MOVES = 430
+MAX_MOVES = 424
 
 
 @pytest.fixture(scope="module")
