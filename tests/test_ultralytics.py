@@ -107,13 +107,16 @@ def test_doctor_finds_each_run(run_cli, tmp_path):
 
 
 @pytest.mark.parametrize("body", ["epoch,train/box_loss,lr/pg0\n", "time,train/box_loss,lr/pg0\n1,0.5,0.01\n",
-                                  "epoch,train/box_loss,lr/pg0\nx,y,z\n"])
+                                  "epoch,train/box_loss,lr/pg0\nx,y,z\n",
+                                  "epoch,train/box_loss,train/cls_loss,lr/pg0\n0,0.5,0.3\n1,0.4,0.2\n"])
 def test_bad_input_is_one_line_exit_2(run_cli, tmp_path, body):
     log = tmp_path / "results.csv"
     log.write_text(body)
     code, out, err = run_cli("epoch", log, "--format", "ultralytics")
     assert code == 2, (out, err)
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    if body.count("\n") == 3:  # every row shorter than its header: said as such
+        assert "no row holds every column of its header (2 row(s) with fewer cells than the header)" in err, err
 
 
 def test_yolov5_results_csv_synthetic():
