@@ -19,6 +19,7 @@ from trainproof.parsers.base import RawLog
 from trainproof.parsers.columns import choose
 
 from .conftest import ROOT
+from .real_logs import public_run
 from .test_public_runs import DOCS, public_runs
 
 
@@ -93,12 +94,6 @@ def test_the_public_run_no_longer_fails_on_its_validation_batches() -> None:
     """fresh41's germankoch (labelled WARN: val_loss_epoch flat at 0.233-0.245 over 8
     validations) failed TP-EVAL-DIVERGE at its first scoring on 2,136 validation batches
     (0.11 -> 0.29, the last batches of each pass the hardest)."""
-    run = _public("germankoch__red-hack-time-series-analyzer__notebooks-lightning_logs-version_0-metrics")
+    run = public_run("germankoch__red-hack-time-series-analyzer__notebooks-lightning_logs-version_0-metrics")
     assert len(run.series["eval_loss"]) == 8
     assert "TP-EVAL-DIVERGE" not in {f.rule_id for f in judge_run(run).findings}
-
-
-def _public(run_id: str):
-    (doc,) = [d for d in DOCS if d["id"] == run_id]
-    with tempfile.TemporaryDirectory() as tmp:
-        return read_run(public_runs.rebuild(doc, Path(tmp)))

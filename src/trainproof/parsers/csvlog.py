@@ -125,6 +125,9 @@ def read(path: Path, whole_rows: bool = False) -> RawLog:
     notes = renamed + cols.bad_notes()
     if ragged:
         notes.append(f"{ragged} row(s) with more cells than the header; extra cells ignored")
+    if short and not records:
+        raise InputError(f"{path}: no row holds every column of its header ({short} row(s) with fewer cells "
+                         "than the header); not the rows this writer writes")
     if short:
         notes.append(f"{short} row(s) with fewer cells than the header skipped: the writer writes every "
                      "cell of a row, so their cells do not sit under the header's names")

@@ -54,10 +54,6 @@ def read(path: Path) -> RawLog:
     # train losses), which read by position put a mAP where the box loss is
     raw = csvlog.read(path, whole_rows=True)
     if "epoch" not in raw.columns:
-        short = [n for n in raw.notes if "fewer cells than the header" in n]
-        if short:
-            raise InputError(f"{path}: no row holds every column of its header ({short[0].split(' skipped')[0]}); "
-                             "not the epoch rows an Ultralytics results.csv holds")
         raise InputError(f"{path}: no 'epoch' column; not an Ultralytics results.csv")
     rows, epochs = raw.columns["epoch"]
     # the CSV reader's steps here are row numbers (no step column): 0 .. records - 1
